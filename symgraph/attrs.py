@@ -1,0 +1,182 @@
+"""MXNet attribute strings: parsing ``"(3, 3)"``, ``"False"``, ``"None"`` into typed values and back.
+
+MXNet keeps every operator attribute as the string Python's ``str()`` made of the
+keyword argument; JSON files store those strings. An op's :class:`Param` schema parses
+them (with MXNet's leniency: ``"1"`` is a bool, ``"[3,3]"`` a shape) into a
+:class:`Params` record the shape rules and kernels read.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .base import AttrError, DTypeError, dtype_name
+
+REQUIRED = object()
+
+_TRUE = {"true", "1"}
+_FALSE = {"false", "0"}
+
+
+def to_attr_string(value: Any) -> str:
+    """Python value to the string MXNet's frontend stores (``str(value)``; dtypes by name).
+
+    >>> to_attr_string((3, 3)), to_attr_string(True), to_attr_string(0.5), to_attr_string(None)
+    ('(3, 3)', 'True', '0.5', 'None')
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, type) and issubclass(value, np.generic) or isinstance(value, np.dtype):
+        return np.dtype(value).name
+    return str(value)
+
+
+def _parse_bool(s: str) -> bool:
+    low = s.strip().lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise ValueError(f"expected a boolean, got {s!r}")
+
+
+def _parse_tuple(s: str) -> tuple[int, ...]:
+    s = s.strip()
+    if s in ("", "()", "[]"):
+        return ()
+    val = ast.literal_eval(s)
+    if isinstance(val, (int, np.integer)):
+        return (int(val),)
+    if not isinstance(val, (tuple, list)) or not all(isinstance(v, int) for v in val):
+        raise ValueError(f"expected a shape such as (3, 3), got {s!r}")
+    return tuple(int(v) for v in val)
+
+
+def _parse_optional(inner):
+    def parse(s: str):
+        return None if s.strip() in ("None", "") else inner(s)
+    return parse
+
+
+def _parse_axis(s: str):
+    """An axis attribute: ``None``, an int or a tuple of ints."""
+    s = s.strip()
+    if s in ("None", ""):
+        return None
+    val = ast.literal_eval(s)
+    if isinstance(val, int):
+        return val
+    return _parse_tuple(s)
+
+
+def _parse_dtype(s: str) -> str:
+    try:
+        return dtype_name(s.strip())
+    except DTypeError as err:
+        raise ValueError(str(err)) from err
+
+
+def _parse_float(s: str) -> float:
+    return float(s.strip())
+
+
+def _parse_int(s: str) -> int:
+    s = s.strip()
+    try:
+        return int(s)
+    except ValueError:
+        f = float(s)
+        if f != int(f):
+            raise
+        return int(f)
+
+
+_PARSERS = {
+    "int": _parse_int,
+    "float": _parse_float,
+    "bool": _parse_bool,
+    "str": str,
+    "shape": _parse_tuple,
+    "int_or_none": _parse_optional(_parse_int),
+    "float_or_none": _parse_optional(_parse_float),
+    "shape_or_none": _parse_optional(_parse_tuple),
+    "axis": _parse_axis,
+    "dtype": _parse_dtype,
+    "dtype_or_none": _parse_optional(_parse_dtype),
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One operator parameter: name, kind (a key of ``_PARSERS``), default, allowed values."""
+
+    name: str
+    kind: str
+    default: Any = REQUIRED
+    choices: tuple = ()
+    doc: str = ""
+
+    def __post_init__(self):
+        assert self.kind in _PARSERS, self.kind
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def parse(self, text: str) -> Any:
+        """Parse an attribute string; raises ``ValueError`` with the reason."""
+        value = _PARSERS[self.kind](text)
+        if self.choices and value not in self.choices:
+            raise ValueError(f"must be one of {list(self.choices)}, got {text!r}")
+        return value
+
+    def describe(self) -> str:
+        default = "required" if self.required else f"default={self.default!r}"
+        choices = f", one of {list(self.choices)}" if self.choices else ""
+        return f"{self.name} : {self.kind}, {default}{choices}"
+
+
+class Params(dict):
+    """Parsed operator parameters with attribute access (``p.num_hidden``)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+
+def is_user_attr(key: str) -> bool:
+    """Attributes MXNet keeps beside op params: ``__lr_mult__``, ``__shape__``, ``ctx_group``..."""
+    return key.startswith("__") and key.endswith("__")
+
+
+def parse_params(schema: tuple[Param, ...], attrs: dict[str, str], where: str) -> Params:
+    """Parse the op-param subset of ``attrs``; unknown keys and bad values raise ``AttrError``.
+
+    ``where`` names the node and op for the message, e.g. ``"operator fc1 (FullyConnected)"``.
+    """
+    by_name = {p.name: p for p in schema}
+    for key in attrs:
+        if key not in by_name and not is_user_attr(key):
+            raise AttrError(f"Error in {where}: Cannot find argument '{key}', Possible "
+                            f"Arguments:\n" + "\n".join(p.describe() for p in schema))
+    out = Params()
+    for p in schema:
+        if p.name in attrs:
+            try:
+                out[p.name] = p.parse(attrs[p.name])
+            except (ValueError, SyntaxError, TypeError) as err:
+                raise AttrError(f"Error in {where}: Invalid Parameter format for {p.name} "
+                                f"expect {p.kind} but value='{attrs[p.name]}': {err}") from None
+        elif p.required:
+            raise AttrError(f"Error in {where}: Required parameter {p.name} of {p.kind} "
+                            f"is not presented")
+        else:
+            out[p.name] = p.default
+    return out

@@ -1,0 +1,63 @@
+"""All of symgraph's configuration; the only module that reads ``os.environ``.
+
+Values are read lazily (at first use), never at import, so tests and users can
+set the environment or call :func:`set` before anything runs.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+_BACKENDS = ("auto", "triton", "torch")
+
+
+@dataclass(frozen=True)
+class Config:
+    """A snapshot of symgraph's settings."""
+
+    backend: str = "auto"  # auto | triton | torch (see docs/architecture.md)
+    interpret: bool = False  # run Triton kernels under TRITON_INTERPRET on CPU tensors
+    fusion: bool = True  # fuse elementwise chains in the bound plan
+    memory_reuse: bool = True  # let the plan share buffers between values with disjoint lifetimes
+    cache_dir: str = field(default_factory=lambda: os.path.expanduser("~/.cache/symgraph"))
+    debug: bool = False  # check every kernel against its torch reference (slow)
+
+
+_current: Config | None = None
+
+
+def _from_env() -> Config:
+    env = os.environ
+    backend = env.get("SYMGRAPH_BACKEND", "auto").lower()
+    if backend not in _BACKENDS:
+        raise ValueError(f"SYMGRAPH_BACKEND={backend!r} is not one of {_BACKENDS}")
+    return Config(
+        backend=backend,
+        interpret=env.get("TRITON_INTERPRET", "0") == "1",
+        fusion=env.get("SYMGRAPH_FUSION", "1") != "0",
+        memory_reuse=env.get("SYMGRAPH_MEMORY_REUSE", "1") != "0",
+        cache_dir=env.get("SYMGRAPH_CACHE_DIR", Config().cache_dir),
+        debug=env.get("SYMGRAPH_DEBUG", "0") == "1",
+    )
+
+
+def get() -> Config:
+    """Return the active configuration (read from the environment on first use)."""
+    global _current
+    if _current is None:
+        _current = _from_env()
+    return _current
+
+
+def set(**changes) -> Config:  # noqa: A001 - mirrors dataclasses.replace
+    """Change settings for the rest of the process; returns the previous config."""
+    previous = get()
+    if "backend" in changes and changes["backend"] not in _BACKENDS:
+        raise ValueError(f"backend={changes['backend']!r} is not one of {_BACKENDS}")
+    globals()["_current"] = replace(previous, **changes)
+    return previous
+
+
+def env_flag(name: str, default: str = "") -> str:
+    """Read another environment variable (for MXNet-compatible knobs such as MXNET_*)."""
+    return os.environ.get(name, default)

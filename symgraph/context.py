@@ -1,0 +1,104 @@
+"""Devices: ``mx.cpu(i)``, ``mx.gpu(i)``, ``current_context()`` and ``with ctx:``."""
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from .base import MXNetError
+
+
+class Context:
+    """A device on which arrays live and executors run.
+
+    >>> ctx = Context('cpu', 0)
+    >>> ctx, ctx.device_type, ctx.device_id
+    (cpu(0), 'cpu', 0)
+    >>> with gpu(1):
+    ...     current_context()
+    gpu(1)
+    >>> current_context()
+    cpu(0)
+    """
+
+    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type = {v: k for k, v in devtype2str.items()}
+    _local = threading.local()
+
+    def __init__(self, device_type, device_id: int = 0):
+        if isinstance(device_type, Context):
+            device_type, device_id = device_type.device_type, device_type.device_id
+        if isinstance(device_type, int):
+            device_type = self.devtype2str.get(device_type, device_type)
+        if device_type not in self.devstr2type:
+            raise MXNetError(f"Unknown device type {device_type!r}; expected one of "
+                             f"{sorted(self.devstr2type)}")
+        self.device_typeid = self.devstr2type[device_type]
+        self.device_id = int(device_id)
+        self._old_ctx: Context | None = None
+
+    @property
+    def device_type(self) -> str:
+        return self.devtype2str[self.device_typeid]
+
+    @property
+    def torch_device(self) -> torch.device:
+        """The torch device arrays on this context are allocated on."""
+        if self.device_typeid == 2:
+            return torch.device("cuda", self.device_id)
+        return torch.device("cpu")
+
+    def __hash__(self) -> int:
+        return hash((self.device_typeid, self.device_id))
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, Context) and self.device_typeid == other.device_typeid
+                and self.device_id == other.device_id)
+
+    def __repr__(self) -> str:
+        return f"{self.device_type}({self.device_id})"
+
+    def __enter__(self) -> Context:
+        self._old_ctx = current_context()
+        Context._local.value = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        Context._local.value = self._old_ctx
+
+    def empty_cache(self) -> None:
+        """Release cached device memory (no-op on CPU)."""
+        if self.device_typeid == 2 and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def cpu(device_id: int = 0) -> Context:
+    """The CPU context. ``device_id`` is kept for MXNet compatibility."""
+    return Context("cpu", device_id)
+
+
+def cpu_pinned(device_id: int = 0) -> Context:
+    """Page-locked CPU memory (treated as CPU memory)."""
+    return Context("cpu_pinned", device_id)
+
+
+def gpu(device_id: int = 0) -> Context:
+    """The GPU context; arrays are placed on ``cuda:device_id`` when first allocated."""
+    return Context("gpu", device_id)
+
+
+def num_gpus() -> int:
+    """Number of visible CUDA devices."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def current_context() -> Context:
+    """The context set by the innermost ``with ctx:`` block (``cpu(0)`` by default)."""
+    return getattr(Context._local, "value", None) or Context("cpu", 0)
+
+
+def context_of(device: torch.device) -> Context:
+    """Context of a torch device."""
+    if device.type == "cuda":
+        return gpu(device.index or 0)
+    return cpu(0)

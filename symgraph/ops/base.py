@@ -1,0 +1,203 @@
+"""The operator definition: one :class:`OpDef` holds everything about an operator.
+
+An ``OpDef`` carries MXNet's parameter schema, input/aux/output names, a shape rule,
+a dtype rule, a torch reference forward, an optional Triton kernel, a gradient rule
+built from other registered ops, and its own test cases. The executor, the autodiff
+pass and the planner read these fields and never branch on op names.
+
+Shapes follow MXNet 1.x (legacy, non-numpy) conventions: a shape is a tuple of ints,
+``()`` means "unknown" and a ``0`` entry is an unknown dimension.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+
+from ..attrs import Param, Params
+from ..base import DTypeError, OpNotFoundError, ShapeError
+
+Shape = tuple[int, ...]
+
+
+class Runtime:
+    """Per-step state a forward call can read: training flag and the random generator."""
+
+    __slots__ = ("is_train", "generator")
+
+    def __init__(self, is_train: bool = False, generator: torch.Generator | None = None):
+        self.is_train = is_train
+        self.generator = generator
+
+
+class GradValue(Protocol):
+    """A handle on a value in the backward graph (one output of a node)."""
+
+
+class GradBuilder(Protocol):
+    """What a gradient rule may do: add nodes of registered ops to the backward graph."""
+
+    def op(self, name: str, *inputs: GradValue, **attrs: Any) -> GradValue: ...
+
+    def multi(self, name: str, *inputs: GradValue, **attrs: Any) -> list[GradValue]: ...
+
+
+# (p, ins, aux, rt) -> outputs
+ForwardFn = Callable[[Params, Sequence[torch.Tensor], Sequence[torch.Tensor], Runtime],
+                     Sequence[torch.Tensor]]
+# (p, shapes of inputs then aux) -> (completed input+aux shapes, output shapes) or None
+ShapeFn = Callable[[Params, list[Shape]], "tuple[list[Shape], list[Shape]] | None"]
+# (p, dtypes of inputs then aux; None = unknown) -> (completed, output dtypes) or None
+TypeFn = Callable[[Params, list], "tuple[list, list] | None"]
+# (g, p, ins, outs, ograds) -> one gradient (or None) per input
+GradFn = Callable[[GradBuilder, Params, list, list, list], list]
+
+
+@dataclass(frozen=True)
+class Case:
+    """A test case for an op: input shapes, attributes and how to draw inputs.
+
+    ``low``/``high`` bound uniform inputs; ``ints`` maps an input index to an exclusive
+    integer upper bound (indices, labels); ``grad`` False skips the finite-difference
+    check (for example a non-differentiable op or a loss whose gradient is by definition).
+    """
+
+    shapes: tuple[Shape, ...]
+    attrs: dict = field(default_factory=dict)
+    low: float = -1.0
+    high: float = 1.0
+    ints: dict = field(default_factory=dict)
+    grad: bool = True
+    no_grad_inputs: tuple[int, ...] = ()
+    train: bool = True
+    rtol: float = 1e-4
+    atol: float = 1e-5
+
+
+def _names(spec) -> Callable[[Params], list[str]]:
+    if callable(spec):
+        return spec
+    fixed = list(spec)
+    return lambda p: fixed
+
+
+def same_type(p: Params, types: list):
+    """Default dtype rule: every input, aux and output shares one dtype."""
+    known = [t for t in types if t is not None]
+    if not known:
+        return None
+    first = known[0]
+    for t in known:
+        if t != first:
+            raise DTypeError(f"dtype inconsistent: got {t} and {first}")
+    return [first] * len(types), [first]
+
+
+@dataclass(frozen=True, eq=False)
+class OpDef:
+    """Everything about one operator; see the module docstring."""
+
+    name: str
+    forward: ForwardFn
+    infer_shape: ShapeFn
+    params: tuple[Param, ...] = ()
+    inputs: Any = ("data",)  # list of names, or p -> names (variadic ops)
+    aux: Any = ()
+    outputs: Any = ("output",)
+    num_visible: Callable[[Params], int] | None = None
+    infer_type: TypeFn = same_type
+    gradient: GradFn | None = None
+    aliases: tuple[str, ...] = ()
+    kernel: ForwardFn | None = None  # Triton implementation (kernels issue); None = reference
+    cases: tuple[Case, ...] = ()
+    doc: str = ""
+    loss: bool = False  # gradient ignores the head gradient (SoftmaxOutput, MakeLoss, ...)
+    hidden: bool = False  # internal op (backward helpers); no public sym.X function
+    key_var_num_args: str | None = None  # param that counts variadic inputs ("num_args")
+    random: bool = False  # draws from the generator: forward is not a pure function
+    mutates_aux: bool = False  # training forward updates aux states in place
+
+    def input_names(self, p: Params) -> list[str]:
+        return _names(self.inputs)(p)
+
+    def aux_names(self, p: Params) -> list[str]:
+        return _names(self.aux)(p)
+
+    def output_names(self, p: Params) -> list[str]:
+        return _names(self.outputs)(p)
+
+    def visible_outputs(self, p: Params) -> int:
+        return self.num_visible(p) if self.num_visible else len(self.output_names(p))
+
+
+OPS: dict[str, OpDef] = {}
+"""Every registered operator under its canonical name and each alias."""
+
+
+def register(op: OpDef) -> OpDef:
+    """Add ``op`` (and its aliases) to :data:`OPS`; a name may be registered once."""
+    for name in (op.name, *op.aliases):
+        assert name not in OPS, f"operator {name} registered twice"
+        OPS[name] = op
+    return op
+
+
+def get_op(name: str) -> OpDef:
+    """Look an operator up by name or alias; unknown names raise ``OpNotFoundError``."""
+    try:
+        return OPS[name]
+    except KeyError:
+        raise OpNotFoundError(f"Operator {name!r} is not registered in symgraph "
+                              f"({len(set(OPS.values()))} operators are)") from None
+
+
+def canonical_ops() -> list[OpDef]:
+    """Each registered operator once, in registration order."""
+    seen: dict[int, OpDef] = {}
+    for op in OPS.values():
+        seen.setdefault(id(op), op)
+    return list(seen.values())
+
+
+# ---------------------------------------------------------------- shape helpers
+
+def known(shape: Shape | None) -> bool:
+    """A shape is fully known: non-empty tuple without zero entries."""
+    return bool(shape) and all(d > 0 for d in shape)
+
+
+def merge_shape(a: Shape, b: Shape, what: str) -> Shape:
+    """Unify two partial shapes, raising a ``ShapeError`` quoting both when they disagree."""
+    if not a:
+        return tuple(b)
+    if not b:
+        return tuple(a)
+    if len(a) != len(b):
+        raise ShapeError(f"Shape inconsistent for {what}: Provided={tuple(a)}, "
+                         f"inferred shape={tuple(b)}")
+    out = []
+    for x, y in zip(a, b):
+        if x and y and x != y:
+            raise ShapeError(f"Shape inconsistent for {what}: Provided={tuple(a)}, "
+                             f"inferred shape={tuple(b)}")
+        out.append(x or y)
+    return tuple(out)
+
+
+def elemwise_shape(p: Params, shapes: list[Shape]):
+    """All inputs and the single output share one shape."""
+    merged: Shape = ()
+    for i, s in enumerate(shapes):
+        merged = merge_shape(merged, s, f"input {i}")
+    if not merged:
+        return None
+    return [merged] * len(shapes), [merged]
+
+
+def unary_shape(p: Params, shapes: list[Shape]):
+    """Output has the input's shape."""
+    if not shapes[0]:
+        return None
+    return shapes, [shapes[0]]
