@@ -49,7 +49,8 @@ ForwardFn = Callable[[Params, Sequence[torch.Tensor], Sequence[torch.Tensor], Ru
                      Sequence[torch.Tensor]]
 # (p, shapes of inputs then aux) -> (completed input+aux shapes, output shapes) or None
 ShapeFn = Callable[[Params, list[Shape]], "tuple[list[Shape], list[Shape]] | None"]
-# (p, dtypes of inputs then aux; None = unknown) -> (completed, output dtypes) or None
+# (p, dtypes of inputs then aux; None = unknown) -> (completed, output dtypes) or None;
+# a single output dtype stands for every output
 TypeFn = Callable[[Params, list], "tuple[list, list] | None"]
 # (g, p, ins, outs, ograds) -> one gradient (or None) per input
 GradFn = Callable[[GradBuilder, Params, list, list, list], list]

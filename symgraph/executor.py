@@ -1,0 +1,414 @@
+"""Executors: ``simple_bind``/``bind`` build a plan once; ``forward``/``backward`` walk it.
+
+The hot loop (:func:`_run`) unpacks prepared step tuples: no graph walking, no
+inference, no op-name branching at step time.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import torch
+
+from . import random as _random
+from .base import BindError, DTypeError, MXNetError, ShapeError, dtype_name
+from .context import Context, current_context
+from .graph import IndexedGraph
+from .ndarray.ndarray import NDArray
+from .ops.base import Runtime, known
+from .plan import Plan, build_plan
+from .symbol.symbol import Symbol, _as_dtype, _as_shape, check_unique_names
+
+_GRAD_REQS = ("null", "write", "add")
+
+
+def _run(steps, v: list, rt: Runtime) -> None:
+    for fn, p, ins, aux, outs, frees, _node in steps:
+        r = fn(p, [v[i] for i in ins], [v[i] for i in aux], rt)
+        for o, t in zip(outs, r):
+            v[o] = t
+        for f in frees:
+            v[f] = None
+
+
+def _run_monitored(steps, v: list, rt: Runtime, callback, monitor_all: bool) -> None:
+    for step in steps:
+        fn, p, ins, aux, outs, frees, node = step
+        if monitor_all:
+            names = node.op.input_names(p) + node.op.aux_names(p)
+            for name, slot in zip(names, ins + aux):
+                callback(f"{node.name}_{name}", NDArray(v[slot]))
+        _run([step[:5] + ((), node)], v, rt)
+        for k, slot in enumerate(outs):
+            callback(node.output_name(k), NDArray(v[slot]))
+        for f in frees:
+            v[f] = None
+
+
+def _frozen(node) -> bool:
+    """MXNet.jl's convention: an attribute ending in ``grad`` set to ``freeze``."""
+    return any(k.strip("_").endswith("grad") and v == "freeze" for k, v in node.attrs.items())
+
+
+def normalize_grad_req(grad_req, arg_names: list[str], frozen: set[str]) -> dict[str, str]:
+    """``grad_req`` as str, list or dict to ``{arg: req}``; frozen variables get ``null``."""
+    if isinstance(grad_req, str):
+        reqs = dict.fromkeys(arg_names, grad_req)
+    elif isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(arg_names):
+            raise BindError(f"grad_req list has {len(grad_req)} entries for {len(arg_names)} "
+                            f"arguments {arg_names}")
+        reqs = dict(zip(arg_names, grad_req))
+    elif isinstance(grad_req, Mapping):
+        unknown = [k for k in grad_req if k not in arg_names]
+        if unknown:
+            raise BindError(f"grad_req names {unknown} that are not arguments {arg_names}")
+        reqs = {n: grad_req.get(n, "null") for n in arg_names}
+    else:
+        raise BindError(f"grad_req must be str, list or dict, got {type(grad_req).__name__}")
+    for name, req in reqs.items():
+        if req == "inplace":
+            reqs[name] = "write"
+        elif req not in _GRAD_REQS:
+            raise BindError(f"invalid grad_req {req!r} for argument {name}: expected one of "
+                            f"{list(_GRAD_REQS)}")
+    for name in frozen:
+        reqs[name] = "null"
+    return reqs
+
+
+class Executor:
+    """A bound symbol: arrays for arguments, gradients and aux states, and a prepared plan."""
+
+    def __init__(self, symbol: Symbol, ctx: Context, plan: Plan, args: list[NDArray],
+                 grads: list[NDArray | None], aux: list[NDArray], grad_req: dict[str, str]):
+        self._symbol = symbol
+        self._ctx = ctx
+        self._plan = plan
+        self.arg_arrays, self.grad_arrays, self.aux_arrays = args, grads, aux
+        self._arg_names = symbol.list_arguments()
+        self._aux_names = symbol.list_auxiliary_states()
+        self._grad_req = grad_req
+        self.arg_dict = dict(zip(self._arg_names, args))
+        self.grad_dict = {n: g for n, g in zip(self._arg_names, grads) if g is not None}
+        self.aux_dict = dict(zip(self._aux_names, aux))
+        self._output_names = symbol.list_outputs()
+        self.outputs = [NDArray(torch.empty(0)) for _ in self._output_names]
+        self._values: list = [None] * plan.graph.num_entries
+        for name, arr in list(self.arg_dict.items()) + list(self.aux_dict.items()):
+            self._values[plan.var_slot[name]] = arr._t
+        self._grad_out = self._grad_writers()
+        self._rt = Runtime(False, _random.generator(ctx))
+        self._monitor: tuple[Callable, bool] | None = None
+        self._forwarded_train = False
+
+    def _grad_writers(self) -> list:
+        writers = []
+        for name, grad in self.grad_dict.items():
+            slot = self._plan.grad_slot.get(name)
+            if slot is not None:
+                writers.append((slot, grad._t, self._grad_req[name] == "add"))
+        return writers
+
+    @property
+    def output_dict(self) -> dict[str, NDArray]:
+        return dict(zip(self._output_names, self.outputs))
+
+    # ------------------------------------------------------------ running
+    def forward(self, is_train: bool = False, **kwargs) -> list[NDArray]:
+        """Run the forward pass; keyword arrays are copied into the named arguments first."""
+        for name, value in kwargs.items():
+            self._copy_in(name, value)
+        self._rt.is_train = bool(is_train)
+        steps = self._plan.forward_train if is_train else self._plan.forward_infer
+        if self._monitor is None:
+            _run(steps, self._values, self._rt)
+        else:
+            _run_monitored(steps, self._values, self._rt, *self._monitor)
+        for arr, slot in zip(self.outputs, self._plan.head_slots):
+            arr._t = self._values[slot]
+        self._forwarded_train = bool(is_train)
+        return self.outputs
+
+    def _copy_in(self, name: str, value) -> None:
+        if name not in self.arg_dict:
+            raise BindError(f"forward: unknown argument {name!r}; arguments are {self._arg_names}")
+        dst = self.arg_dict[name]
+        src = value._t if isinstance(value, NDArray) else torch.as_tensor(np.asarray(value))
+        if tuple(src.shape) != dst.shape:
+            raise ShapeError(f"forward: argument {name} has shape {dst.shape}, got an array of "
+                             f"shape {tuple(src.shape)}; use Executor.reshape to change shapes")
+        dst._t.copy_(src)
+
+    def backward(self, out_grads=None, is_train: bool = True) -> None:
+        """Run the backward pass and write (or add) gradients into ``grad_arrays``."""
+        if not self._forwarded_train:
+            raise MXNetError("backward() needs a forward(is_train=True) first")
+        self._feed_head_grads(out_grads)
+        if self._monitor is None:
+            _run(self._plan.backward, self._values, self._rt)
+        else:
+            _run_monitored(self._plan.backward, self._values, self._rt, *self._monitor)
+        v = self._values
+        for slot, grad, add in self._grad_out:
+            if add:
+                grad.add_(v[slot])
+            else:
+                grad.copy_(v[slot])
+
+    def _feed_head_grads(self, out_grads) -> None:
+        if isinstance(out_grads, NDArray):
+            out_grads = [out_grads]
+        slots = self._plan.head_grad_slots
+        if out_grads is not None and len(out_grads) != len(slots):
+            raise BindError(f"backward: {len(out_grads)} out_grads for {len(slots)} outputs")
+        for i, slot in enumerate(slots):
+            if slot is None:
+                continue
+            head = self._values[self._plan.head_slots[i]]
+            if out_grads is None or out_grads[i] is None:
+                self._values[slot] = torch.ones_like(head)
+                continue
+            g = out_grads[i]
+            g = g._t if isinstance(g, NDArray) else torch.as_tensor(np.asarray(g))
+            if tuple(g.shape) != tuple(head.shape):
+                raise ShapeError(f"backward: out_grad {i} has shape {tuple(g.shape)}, output "
+                                 f"{self._output_names[i]} has shape {tuple(head.shape)}")
+            self._values[slot] = g.to(device=head.device, dtype=head.dtype)
+
+    # ------------------------------------------------------------ parameters
+    def copy_params_from(self, arg_params: Mapping, aux_params: Mapping | None = None,
+                         allow_extra_params: bool = False) -> None:
+        """Copy values into the bound arguments and aux states by name."""
+        for params, target, kind in ((arg_params, self.arg_dict, "arguments"),
+                                     (aux_params or {}, self.aux_dict, "aux states")):
+            for name, value in params.items():
+                if name not in target:
+                    if allow_extra_params:
+                        continue
+                    raise ValueError(f'Find name "{name}" that is not in the {kind}')
+                src = value._t if isinstance(value, NDArray) else torch.as_tensor(value)
+                dst = target[name]._t
+                if tuple(src.shape) != tuple(dst.shape):
+                    raise ShapeError(f"copy_params_from: {name} has shape {tuple(dst.shape)}, "
+                                     f"got {tuple(src.shape)}")
+                dst.copy_(src)
+
+    def set_monitor_callback(self, callback: Callable, monitor_all: bool = False) -> None:
+        """Call ``callback(name, array)`` on every op output (and input with ``monitor_all``)."""
+        self._monitor = (callback, monitor_all) if callback is not None else None
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
+                **kwargs) -> Executor:
+        """A new executor for new input shapes sharing the arrays whose shapes are unchanged."""
+        return _reshape(self, partial_shaping, allow_up_sizing, kwargs)
+
+    def debug_str(self) -> str:
+        """The plan: each step with its implementation, then planned vs naive memory."""
+        return _debug_str(self)
+
+
+# ---------------------------------------------------------------- binding
+
+def _known_inputs(symbol: Symbol, ig: IndexedGraph, given: dict, attr: str, convert) -> dict:
+    out = {}
+    for i in ig.variable_ids:
+        node = ig.nodes[i]
+        if attr in node.attrs:
+            out[node.name] = convert(node.attrs[attr])
+    names = {ig.nodes[i].name for i in ig.variable_ids}
+    for name, value in given.items():
+        if name not in names:
+            raise BindError(f"simple_bind: {name!r} is not an input of the symbol; inputs are "
+                            f"{symbol.list_inputs()}")
+        out[name] = convert(value)
+    return out
+
+
+def _resolve(symbol: Symbol, shapes: dict, types: dict):
+    """Shapes and dtypes of all arguments and aux states, or a BindError naming what is missing."""
+    arg_s, _, aux_s = symbol.infer_shape_partial(**shapes)
+    typed = dict(types)
+    arg_t, _, aux_t = symbol.infer_type_partial(**typed)
+    if any(t is None for t in arg_t + aux_t):  # MXNet's default dtype for undetermined inputs
+        names = symbol.list_arguments() + symbol.list_auxiliary_states()
+        typed.update({n: "float32" for n, t in zip(names, arg_t + aux_t) if t is None})
+        arg_t, _, aux_t = symbol.infer_type_partial(**typed)
+    names = symbol.list_arguments() + symbol.list_auxiliary_states()
+    missing = [f"{n}: {s}" for n, s in zip(names, arg_s + aux_s) if not known(s)]
+    if missing:
+        raise ShapeError("simple_bind: cannot infer the shapes of these inputs; give their "
+                         "shapes as keyword arguments:\n\t" + "\n\t".join(missing))
+    return dict(zip(names, arg_s + aux_s)), dict(zip(names, arg_t + aux_t))
+
+
+def _alloc(shape, dtype: str, ctx: Context) -> NDArray:
+    from .base import to_torch_dtype
+    return NDArray(torch.zeros(shape, dtype=to_torch_dtype(dtype), device=ctx.torch_device))
+
+
+def _frozen_names(ig: IndexedGraph) -> set[str]:
+    return {ig.nodes[i].name for i in ig.argument_ids if _frozen(ig.nodes[i])}
+
+
+def _shared_array(name, shape, dtype, shared: dict | None, ctx) -> NDArray:
+    """Reuse ``shared[name]`` when it matches (MXNet's shared_buffer), else allocate."""
+    if shared is not None and name in shared:
+        arr = shared[name]
+        if arr.shape == tuple(shape) and dtype_name(arr.dtype) == dtype:
+            return arr
+    arr = _alloc(shape, dtype, ctx)
+    if shared is not None:
+        shared[name] = arr
+    return arr
+
+
+def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict=None,
+                shared_arg_names=None, shared_exec=None, shared_buffer=None,
+                shapes: dict | None = None) -> Executor:
+    """Infer shapes/dtypes, allocate every array, and bind (see :meth:`Symbol.simple_bind`)."""
+    ctx = ctx or current_context()
+    ig = IndexedGraph(symbol._outputs)
+    check_unique_names(ig)
+    shapes = _known_inputs(symbol, ig, shapes or {}, "__shape__", _as_shape)
+    types = _known_inputs(symbol, ig, {k: dtype_name(v) for k, v in (type_dict or {}).items()},
+                          "__dtype__", _as_dtype)
+    all_shapes, all_types = _resolve(symbol, shapes, types)
+    arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+    reqs = normalize_grad_req(grad_req, arg_names, _frozen_names(ig))
+    shared_names = set(shared_arg_names or ())
+    donor = shared_exec.arg_dict if shared_exec is not None else {}
+    args = []
+    for n in arg_names:
+        if n in shared_names and n in donor and donor[n].shape == all_shapes[n]:
+            args.append(donor[n])
+        else:
+            args.append(_shared_array(n, all_shapes[n], all_types[n], shared_buffer, ctx))
+    gdonor = shared_exec.grad_dict if shared_exec is not None else {}
+    grads = [None if reqs[n] == "null" else
+             (gdonor[n] if n in shared_names and n in gdonor and gdonor[n].shape == all_shapes[n]
+              else _alloc(all_shapes[n], all_types[n], ctx)) for n in arg_names]
+    adonor = shared_exec.aux_dict if shared_exec is not None else {}
+    aux = [adonor[n] if n in adonor and adonor[n].shape == all_shapes[n]
+           else _alloc(all_shapes[n], all_types[n], ctx) for n in aux_names]
+    return _make(symbol, ctx, args, grads, aux, reqs)
+
+
+def _make(symbol, ctx, args, grads, aux, reqs) -> Executor:
+    arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+    shapes = {n: a.shape for n, a in zip(arg_names + aux_names, args + aux)}
+    dtypes = {n: dtype_name(a.dtype) for n, a in zip(arg_names + aux_names, args + aux)}
+    wrt = [n for n, g in zip(arg_names, grads) if g is not None]
+    plan = build_plan(symbol._outputs, shapes, dtypes, wrt, ctx.torch_device)
+    return Executor(symbol, ctx, plan, args, grads, aux, reqs)
+
+
+def _as_list(arrays, names: list[str], what: str, allow_missing: bool = False) -> list:
+    if isinstance(arrays, Mapping):
+        missing = [n for n in names if n not in arrays]
+        if missing and not allow_missing:
+            raise BindError(f"bind: {what} is missing {missing}")
+        return [arrays.get(n) for n in names]
+    arrays = list(arrays or [])
+    if len(arrays) != len(names):
+        raise BindError(f"bind: {len(arrays)} {what} given for {len(names)} names {names}")
+    return arrays
+
+
+def _check_array(arr, name: str, what: str) -> NDArray:
+    if not isinstance(arr, NDArray):
+        raise BindError(f"bind: {what} {name} must be an NDArray, got {type(arr).__name__}")
+    return arr
+
+
+def bind(symbol: Symbol, ctx: Context | None, args, args_grad=None, grad_req="write",
+         aux_states=None, shared_exec=None) -> Executor:
+    """Bind given arrays (see :meth:`Symbol.bind`); shapes are checked against inference."""
+    ctx = ctx or current_context()
+    ig = IndexedGraph(symbol._outputs)
+    check_unique_names(ig)
+    arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+    args = [_check_array(a, n, "argument") for a, n in zip(_as_list(args, arg_names,
+                                                                      "args"), arg_names)]
+    aux = [_check_array(a, n, "aux state") for a, n in
+           zip(_as_list(aux_states, aux_names, "aux_states"), aux_names)]
+    if args_grad is None:
+        grads = [None] * len(arg_names)
+        reqs = dict.fromkeys(arg_names, "null")
+    else:
+        grads = _as_list(args_grad, arg_names, "args_grad", allow_missing=True)
+        reqs = normalize_grad_req(grad_req, arg_names, _frozen_names(ig))
+        grads = [g if reqs[n] != "null" else None for g, n in zip(grads, arg_names)]
+        for n, g in zip(arg_names, grads):
+            if g is None and reqs[n] != "null":
+                reqs[n] = "null"
+    _check_bound_shapes(symbol, arg_names, aux_names, args, aux, grads)
+    return _make(symbol, ctx, args, grads, aux, reqs)
+
+
+def _check_bound_shapes(symbol, arg_names, aux_names, args, aux, grads) -> None:
+    arg_s, _, aux_s = symbol.infer_shape_partial(**{n: a.shape for n, a in zip(arg_names, args)})
+    for names, arrays, inferred, kind in ((arg_names, args, arg_s, "argument"),
+                                          (aux_names, aux, aux_s, "aux state")):
+        for n, a, s in zip(names, arrays, inferred):
+            if known(s) and a.shape != tuple(s):
+                raise ShapeError(f"bind: {kind} {n} has shape {a.shape}, inferred shape {s}")
+    for n, a, g in zip(arg_names, args, grads):
+        if g is not None and (g.shape != a.shape):
+            raise ShapeError(f"bind: gradient array for {n} has shape {g.shape}, argument has "
+                             f"{a.shape}")
+        if g is not None and g.dtype != a.dtype:
+            raise DTypeError(f"bind: gradient array for {n} has dtype {dtype_name(g.dtype)}, "
+                             f"argument has {dtype_name(a.dtype)}")
+
+
+# ---------------------------------------------------------------- reshape and debug_str
+
+def _reshape(exe: Executor, partial_shaping: bool, allow_up_sizing: bool,
+             new_shapes: dict) -> Executor:
+    symbol = exe._symbol
+    arg_s, _, aux_s = symbol.infer_shape_partial(**new_shapes)
+    arg_names, aux_names = exe._arg_names, exe._aux_names
+    args, grads = [], []
+    for name, shape, arr, grad in zip(arg_names, arg_s, exe.arg_arrays, exe.grad_arrays):
+        shape = tuple(shape)
+        if shape == arr.shape:
+            args.append(arr)
+            grads.append(grad)
+            continue
+        if not known(shape):
+            raise ShapeError(f"reshape: cannot infer the new shape of {name}")
+        if name not in new_shapes and not partial_shaping:
+            raise ShapeError(f"reshape: shape of unspecified array arg:{name} changed from "
+                             f"{arr.shape} to {shape}; set partial_shaping=True to allow it")
+        if int(np.prod(shape)) > arr.size and not allow_up_sizing:
+            raise ShapeError(f"reshape: new shape of arg:{name} {shape} is larger than the "
+                             f"original {arr.shape}; set allow_up_sizing=True to allow it")
+        args.append(_alloc(shape, dtype_name(arr.dtype), exe._ctx))
+        grads.append(None if grad is None else _alloc(shape, dtype_name(arr.dtype), exe._ctx))
+    for name, shape, arr in zip(aux_names, aux_s, exe.aux_arrays):
+        if tuple(shape) != arr.shape:
+            raise ShapeError(f"reshape: aux state {name} would change shape from {arr.shape} "
+                             f"to {tuple(shape)}")
+    return _make(symbol, exe._ctx, args, grads, list(exe.aux_arrays), dict(exe._grad_req))
+
+
+def _format_steps(title: str, steps, plan: Plan) -> list[str]:
+    lines = [f"{title} ({len(steps)} kernel launches):"]
+    for fn, p, ins, aux, outs, frees, node in steps:
+        shape = plan.shapes[outs[0]]
+        lines.append(f"  {node.name:<32} {plan.impl[node.name]:<32} -> "
+                     f"{'x'.join(map(str, shape))} {plan.dtypes[outs[0]]}")
+    return lines
+
+
+def _debug_str(exe: Executor) -> str:
+    plan = exe._plan
+    mem = plan.memory
+    lines = [f"Symbol outputs: {exe._output_names}"]
+    lines += _format_steps("Forward", plan.forward_train, plan)
+    lines += _format_steps("Backward", plan.backward, plan)
+    lines.append(f"Total planned memory: {mem.planned_bytes / 2**20:.3f} MB in "
+                 f"{len(mem.block_bytes)} blocks (naive {mem.naive_bytes / 2**20:.3f} MB, "
+                 f"{mem.planned_bytes / max(mem.naive_bytes, 1):.0%})")
+    return "\n".join(lines)

@@ -1,0 +1,155 @@
+"""Graph nodes and the indexed view every pass works on.
+
+A :class:`Node` is a variable (``op is None``) or an operator application whose
+``inputs`` are ``(node, output_index)`` entries (regular inputs first, then aux
+states, as MXNet orders them). :class:`IndexedGraph` numbers the nodes reachable from
+a list of heads in MXNet's depth-first post-order, numbers every output entry, and
+exposes the graph to networkx for analyses.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import networkx as nx
+
+from .attrs import Params, parse_params
+from .base import GraphError
+from .ops.base import OpDef
+
+Entry = tuple["Node", int]
+
+
+class Node:
+    """A variable or an operator application in a symbol graph."""
+
+    __slots__ = ("op", "name", "attrs", "inputs", "_params", "__weakref__")
+
+    def __init__(self, op: OpDef | None, name: str, attrs: dict[str, str] | None = None,
+                 inputs: list[Entry] | None = None, params: Params | None = None):
+        self.op = op
+        self.name = name
+        self.attrs: dict[str, str] = dict(attrs or {})
+        self.inputs: list[Entry] = list(inputs or [])
+        self._params = params
+
+    @property
+    def is_variable(self) -> bool:
+        return self.op is None
+
+    @property
+    def params(self) -> Params:
+        """Parsed op parameters (cached; attributes are immutable once a node is built)."""
+        if self._params is None:
+            if self.op is None:
+                self._params = Params()
+            else:
+                self._params = parse_params(self.op.params, self.attrs, self.where)
+        return self._params
+
+    @property
+    def where(self) -> str:
+        """How error messages name this node."""
+        if self.op is None:
+            return f"variable {self.name}"
+        return f"operator {self.name} ({self.op.name})"
+
+    @property
+    def num_outputs(self) -> int:
+        return 1 if self.op is None else len(self.op.output_names(self.params))
+
+    @property
+    def num_visible_outputs(self) -> int:
+        return 1 if self.op is None else self.op.visible_outputs(self.params)
+
+    def output_name(self, index: int) -> str:
+        """MXNet's output naming: ``data`` for a variable, ``fc1_output`` for an op."""
+        if self.op is None:
+            return self.name
+        return f"{self.name}_{self.op.output_names(self.params)[index]}"
+
+    def num_regular_inputs(self) -> int:
+        return len(self.op.input_names(self.params)) if self.op else 0
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name} op={self.op.name if self.op else 'null'}>"
+
+
+def dfs_post_order(heads: list[Entry]) -> list[Node]:
+    """Nodes reachable from ``heads`` in MXNet's DFS post-order (inputs before users)."""
+    order: list[Node] = []
+    visited: set[int] = set()
+    for head, _ in heads:
+        if id(head) in visited:
+            continue
+        stack: list[tuple[Node, int]] = [(head, 0)]
+        visited.add(id(head))
+        while stack:
+            node, i = stack[-1]
+            if i < len(node.inputs):
+                stack[-1] = (node, i + 1)
+                child = node.inputs[i][0]
+                if id(child) not in visited:
+                    visited.add(id(child))
+                    stack.append((child, 0))
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+class IndexedGraph:
+    """Nodes numbered in DFS post-order, with output entries numbered per node."""
+
+    def __init__(self, heads: list[Entry]):
+        self.heads = list(heads)
+        self.nodes = dfs_post_order(self.heads)
+        self.node_id = {id(n): i for i, n in enumerate(self.nodes)}
+        self.row_ptr = [0]
+        for n in self.nodes:
+            self.row_ptr.append(self.row_ptr[-1] + n.num_outputs)
+        self.aux_ids = self._aux_ids()
+
+    @property
+    def num_entries(self) -> int:
+        return self.row_ptr[-1]
+
+    def entry_id(self, entry: Entry) -> int:
+        node, index = entry
+        return self.row_ptr[self.node_id[id(node)]] + index
+
+    def input_entries(self, nid: int) -> list[int]:
+        return [self.entry_id(e) for e in self.nodes[nid].inputs]
+
+    def _aux_ids(self) -> set[int]:
+        aux: set[int] = set()
+        for n in self.nodes:
+            if n.op is None:
+                continue
+            for node, _ in n.inputs[n.num_regular_inputs():]:
+                if node.op is not None:
+                    raise GraphError(f"Error in {n.where}: auxiliary state input must be a "
+                                     f"variable, got the output of {node.where}")
+                aux.add(self.node_id[id(node)])
+        return aux
+
+    @cached_property
+    def variable_ids(self) -> list[int]:
+        return [i for i, n in enumerate(self.nodes) if n.op is None]
+
+    @cached_property
+    def argument_ids(self) -> list[int]:
+        return [i for i in self.variable_ids if i not in self.aux_ids]
+
+    @cached_property
+    def aux_state_ids(self) -> list[int]:
+        return [i for i in self.variable_ids if i in self.aux_ids]
+
+    def to_networkx(self) -> nx.MultiDiGraph:
+        """The graph as networkx: node ids with ``node`` data, edges labelled by slots."""
+        g = nx.MultiDiGraph()
+        for i, n in enumerate(self.nodes):
+            g.add_node(i, node=n, name=n.name, op=n.op.name if n.op else "null")
+        for i, n in enumerate(self.nodes):
+            for slot, (src, index) in enumerate(n.inputs):
+                g.add_edge(self.node_id[id(src)], i, slot=slot, index=index)
+        return g

@@ -1,0 +1,198 @@
+"""Broadcasting binary ops (``broadcast_add`` ...), ``broadcast_to/axis/like``, ``add_n``.
+
+Gradients reduce the broadcast output gradient back to each input's shape with the
+hidden ``_sum_like`` op.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..attrs import Param
+from ..base import ShapeError
+from .base import Case, OpDef, elemwise_shape, register
+
+
+def broadcast_shapes(a: tuple, b: tuple) -> tuple:
+    """Numpy broadcasting of two known shapes, with MXNet's error wording."""
+    n = max(len(a), len(b))
+    a1, b1 = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a1, b1):
+        if x != y and x != 1 and y != 1:
+            raise ShapeError(f"Incompatible shapes for broadcasting: lhs={tuple(a)}, "
+                             f"rhs={tuple(b)}")
+        out.append(max(x, y) if x and y else 0)
+    return tuple(out)
+
+
+def _bshape(p, shapes):
+    a, b = shapes
+    if not a or not b:
+        return None
+    return shapes, [broadcast_shapes(a, b)]
+
+
+def _sum_like(g, dy, x):
+    return g.op("_sum_like", dy, x)
+
+
+def _bcmp(fn):
+    return lambda a, b: fn(a, b).to(a.dtype)
+
+
+def _zero2(g, a, b, y, dy):
+    return g.op("zeros_like", a), g.op("zeros_like", b)
+
+
+def _mul(g, a, b):
+    return g.op("broadcast_mul", a, b)
+
+
+_BROADCAST = [
+    ("broadcast_add", torch.add, lambda g, a, b, y, dy: (dy, dy), ("broadcast_plus",)),
+    ("broadcast_sub", torch.sub, lambda g, a, b, y, dy: (dy, g.op("negative", dy)),
+     ("broadcast_minus",)),
+    ("broadcast_mul", torch.mul, lambda g, a, b, y, dy: (_mul(g, dy, b), _mul(g, dy, a)), ()),
+    ("broadcast_div", torch.div,
+     lambda g, a, b, y, dy: (g.op("broadcast_div", dy, b),
+                             g.op("negative", g.op("broadcast_div", _mul(g, dy, y), b))), ()),
+    ("broadcast_power", torch.pow,
+     lambda g, a, b, y, dy: (_mul(g, dy, _mul(g, b, g.op("broadcast_div", y, a))),
+                             _mul(g, dy, _mul(g, y, g.op("log", a)))), ()),
+    ("broadcast_maximum", torch.maximum,
+     lambda g, a, b, y, dy: (_mul(g, dy, g.op("broadcast_greater_equal", a, b)),
+                             _mul(g, dy, g.op("broadcast_lesser", a, b))), ()),
+    ("broadcast_minimum", torch.minimum,
+     lambda g, a, b, y, dy: (_mul(g, dy, g.op("broadcast_lesser_equal", a, b)),
+                             _mul(g, dy, g.op("broadcast_greater", a, b))), ()),
+    ("broadcast_mod", torch.remainder,
+     lambda g, a, b, y, dy: (dy, g.op("negative", _mul(g, dy, g.op("floor", g.op(
+         "broadcast_div", a, b))))), ()),
+    ("broadcast_equal", _bcmp(torch.eq), _zero2, ()),
+    ("broadcast_not_equal", _bcmp(torch.ne), _zero2, ()),
+    ("broadcast_greater", _bcmp(torch.gt), _zero2, ()),
+    ("broadcast_greater_equal", _bcmp(torch.ge), _zero2, ()),
+    ("broadcast_lesser", _bcmp(torch.lt), _zero2, ()),
+    ("broadcast_lesser_equal", _bcmp(torch.le), _zero2, ()),
+    ("broadcast_logical_and", _bcmp(torch.logical_and), _zero2, ()),
+    ("broadcast_logical_or", _bcmp(torch.logical_or), _zero2, ()),
+    ("broadcast_logical_xor", _bcmp(torch.logical_xor), _zero2, ()),
+]
+
+_POSITIVE = {"broadcast_div", "broadcast_power", "broadcast_mod"}
+
+
+def _register_broadcast(name, fn, grad, aliases):
+    def gradient(g, p, ins, outs, og):
+        da, db = grad(g, ins[0], ins[1], outs[0], og[0])
+        return [_sum_like(g, da, ins[0]), _sum_like(g, db, ins[1])]
+    low, high = (0.5, 2.0) if name in _POSITIVE else (-1.0, 1.0)
+    register(OpDef(
+        name=name, inputs=("lhs", "rhs"), infer_shape=_bshape, gradient=gradient,
+        aliases=aliases, forward=lambda p, ins, aux, rt: (fn(ins[0], ins[1]),),
+        cases=(Case(((3, 1, 4), (1, 5, 4)), low=low, high=high),
+               Case(((2, 3), (3,)), low=low, high=high)),
+        doc=f"``{name}`` with numpy-style broadcasting of the two inputs."))
+
+
+for _row in _BROADCAST:
+    _register_broadcast(*_row)
+
+
+def _sum_like_forward(p, ins, aux, rt):
+    dy, x = ins
+    shape = tuple(x.shape)
+    lead = dy.dim() - len(shape)
+    axes = list(range(lead)) + [lead + i for i, d in enumerate(shape) if d == 1 and
+                                dy.shape[lead + i] != 1]
+    out = dy.sum(dim=axes, keepdim=True) if axes else dy
+    return (out.reshape(shape),)
+
+
+register(OpDef(
+    name="_sum_like", inputs=("data", "like"), hidden=True, forward=_sum_like_forward,
+    infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
+    gradient=lambda g, p, ins, outs, og: [g.op("broadcast_like", og[0], ins[0]), None],
+    cases=(Case(((3, 5, 4), (3, 1, 4)), no_grad_inputs=(1,)),
+           Case(((2, 3), (3,)), no_grad_inputs=(1,))),
+    doc="Sum ``data`` over broadcast axes down to the shape of ``like``."))
+
+
+def _like_shape(p, shapes):
+    a, b = shapes
+    if not a or not b:
+        return None
+    broadcast_shapes(a, b)
+    return shapes, [b]
+
+
+register(OpDef(
+    name="broadcast_like", inputs=("lhs", "rhs"), forward=lambda p, ins, aux, rt: (
+        ins[0].expand_as(ins[1]).contiguous(),),
+    infer_shape=_like_shape,
+    gradient=lambda g, p, ins, outs, og: [_sum_like(g, og[0], ins[0]), None],
+    cases=(Case(((3, 1), (3, 4)), no_grad_inputs=(1,)),),
+    doc="Broadcast ``lhs`` to the shape of ``rhs``."))
+
+
+def _to_shape(p, shapes):
+    x = shapes[0]
+    if not x:
+        return None
+    target = tuple(d if t == 0 else t for d, t in zip(x, p.shape))
+    if len(p.shape) != len(x):
+        raise ShapeError(f"broadcast_to: shape {p.shape} has {len(p.shape)} dims, input has "
+                         f"shape {x}")
+    for d, t in zip(x, target):
+        if d != t and d != 1:
+            raise ShapeError(f"broadcast_to: cannot broadcast {x} to {p.shape}")
+    return shapes, [target]
+
+
+register(OpDef(
+    name="broadcast_to", params=(Param("shape", "shape", ()),), infer_shape=_to_shape,
+    forward=lambda p, ins, aux, rt: (
+        ins[0].expand(_to_shape(p, [tuple(ins[0].shape)])[1][0]).contiguous(),),
+    gradient=lambda g, p, ins, outs, og: [_sum_like(g, og[0], ins[0])],
+    cases=(Case(((3, 1, 2),), {"shape": (3, 4, 2)}), Case(((1, 2),), {"shape": (0, 2)})),
+    doc="Broadcast to ``shape`` (0 keeps the input's dimension)."))
+
+
+def _axis_shape(p, shapes):
+    x = shapes[0]
+    if not x:
+        return None
+    axes = (p.axis,) if isinstance(p.axis, int) else tuple(p.axis)
+    sizes = (p.size,) if isinstance(p.size, int) else tuple(p.size)
+    out = list(x)
+    for a, s in zip(axes, sizes):
+        if x[a] != 1:
+            raise ShapeError(f"broadcast_axis: axis {a} has size {x[a]}, must be 1")
+        out[a] = s
+    return shapes, [tuple(out)]
+
+
+register(OpDef(
+    name="broadcast_axis", aliases=("broadcast_axes",),
+    params=(Param("axis", "axis", ()), Param("size", "axis", ())), infer_shape=_axis_shape,
+    forward=lambda p, ins, aux, rt: (
+        ins[0].expand(_axis_shape(p, [tuple(ins[0].shape)])[1][0]).contiguous(),),
+    gradient=lambda g, p, ins, outs, og: [_sum_like(g, og[0], ins[0])],
+    cases=(Case(((3, 1, 2),), {"axis": 1, "size": 4}),),
+    doc="Broadcast the given axes (of size 1) to ``size``."))
+
+
+def _add_n_forward(p, ins, aux, rt):
+    out = ins[0] + ins[1] if len(ins) > 1 else ins[0].clone()
+    for x in ins[2:]:
+        out += x
+    return (out,)
+
+
+register(OpDef(
+    name="add_n", aliases=("ElementWiseSum",), key_var_num_args="num_args",
+    params=(Param("num_args", "int"),),
+    inputs=lambda p: [f"arg{i}" for i in range(p.num_args)], infer_shape=elemwise_shape,
+    forward=_add_n_forward, gradient=lambda g, p, ins, outs, og: [og[0]] * len(ins),
+    cases=(Case(((3, 4), (3, 4), (3, 4)), {"num_args": 3}),),
+    doc="Sum of all inputs (all of one shape)."))

@@ -1,0 +1,227 @@
+"""Elementwise operators as table rows: unary math, binary same-shape, and scalar forms.
+
+Each row carries the torch reference, a Triton expression (``x``/``y``/``s`` are the
+inputs and the scalar; used by the fused-kernel code generator) and a gradient written
+with other registered ops. Comparisons return 0/1 in the input dtype, as MXNet does.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..attrs import Param
+from .base import Case, OpDef, elemwise_shape, register, unary_shape
+
+_UNARY_CASES = (Case(((3, 5),)), Case(((2, 3, 4),)))
+
+
+def _keep_dtype(fn):
+    """Wrap a torch function so integer inputs keep their dtype (MXNet never promotes)."""
+    def run(*xs):
+        out = fn(*xs)
+        return out if out.dtype == xs[0].dtype else out.to(xs[0].dtype)
+    return run
+
+
+def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: float = 1.0,
+          aliases: tuple[str, ...] = (), doc: str = "", fd: bool = True) -> OpDef:
+    """Register a one-input elementwise op; ``grad(g, x, y, dy)`` returns dx.
+
+    ``fd=False`` marks ops whose gradient is zero by definition, not by calculus.
+    """
+    cases = tuple(Case(c.shapes, low=low, high=high, grad=fd) for c in _UNARY_CASES)
+    gradient = None
+    if grad is not None:
+        def gradient(g, p, ins, outs, ograds):
+            return [grad(g, ins[0], outs[0], ograds[0])]
+    return register(OpDef(
+        name=name, forward=lambda p, ins, aux, rt: (ref(ins[0]),), infer_shape=unary_shape,
+        gradient=gradient, aliases=aliases, cases=cases, kernel=None,
+        doc=doc or f"Elementwise ``{name}``. Triton expression: ``{expr}``."))
+
+
+def _zero_grad(g, x, y, dy):
+    return g.op("zeros_like", x)
+
+
+def _mul(g, a, b):
+    return g.op("elemwise_mul", a, b)
+
+
+def _scalar(g, op, x, s):
+    return g.op(op, x, scalar=s)
+
+
+unary("relu", torch.relu, lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_greater_scalar", x, 0.0)),
+      "max(x, 0)")
+unary("sigmoid", torch.sigmoid,
+      lambda g, x, y, dy: _mul(g, dy, _mul(g, y, _scalar(g, "_rminus_scalar", y, 1.0))),
+      "1 / (1 + exp(-x))")
+unary("tanh", torch.tanh,
+      lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_rminus_scalar", g.op("square", y), 1.0)),
+      "tanh(x)")
+unary("exp", torch.exp, lambda g, x, y, dy: _mul(g, dy, y), "exp(x)")
+unary("log", torch.log, lambda g, x, y, dy: g.op("elemwise_div", dy, x), "log(x)",
+      low=0.5, high=2.0)
+unary("sqrt", torch.sqrt,
+      lambda g, x, y, dy: g.op("elemwise_div", dy, _scalar(g, "_mul_scalar", y, 2.0)),
+      "sqrt(x)", low=0.5, high=2.0)
+unary("rsqrt", torch.rsqrt,
+      lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_mul_scalar",
+                                              _scalar(g, "_power_scalar", y, 3.0), -0.5)),
+      "1 / sqrt(x)", low=0.5, high=2.0)
+unary("square", torch.square,
+      lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_mul_scalar", x, 2.0)), "x * x")
+unary("abs", torch.abs, lambda g, x, y, dy: _mul(g, dy, g.op("sign", x)), "abs(x)")
+unary("sign", torch.sign, _zero_grad, "sign(x)")
+unary("negative", torch.neg, lambda g, x, y, dy: g.op("negative", dy), "-x")
+unary("reciprocal", torch.reciprocal,
+      lambda g, x, y, dy: g.op("negative", _mul(g, dy, g.op("square", y))), "1 / x",
+      low=0.5, high=2.0)
+unary("log1p", torch.log1p,
+      lambda g, x, y, dy: g.op("elemwise_div", dy, _scalar(g, "_plus_scalar", x, 1.0)),
+      "log(1 + x)", low=0.0, high=2.0)
+unary("expm1", torch.expm1,
+      lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_plus_scalar", y, 1.0)), "exp(x) - 1")
+unary("sin", torch.sin, lambda g, x, y, dy: _mul(g, dy, g.op("cos", x)), "sin(x)")
+unary("cos", torch.cos, lambda g, x, y, dy: g.op("negative", _mul(g, dy, g.op("sin", x))),
+      "cos(x)")
+unary("erf", torch.erf,
+      lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_mul_scalar", g.op(
+          "exp", g.op("negative", g.op("square", x))), 1.1283791670955126)), "erf(x)")
+unary("softsign", lambda x: x / (1 + x.abs()),
+      lambda g, x, y, dy: g.op("elemwise_div", dy, g.op("square", _scalar(
+          g, "_plus_scalar", g.op("abs", x), 1.0))), "x / (1 + abs(x))")
+unary("floor", torch.floor, _zero_grad, "floor(x)")
+unary("ceil", torch.ceil, _zero_grad, "ceil(x)")
+unary("round", torch.round, _zero_grad, "round(x)")
+unary("zeros_like", torch.zeros_like, _zero_grad, "0")
+unary("ones_like", torch.ones_like, _zero_grad, "1")
+unary("_copy", torch.clone, lambda g, x, y, dy: dy, "x", aliases=("identity",))
+unary("BlockGrad", torch.clone, _zero_grad, "x", aliases=("stop_gradient",), fd=False,
+      doc="Pass the input through unchanged and stop gradients from flowing back.")
+
+
+# ------------------------------------------------------------------ binary (same shape)
+
+def binary(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-1.0, high=1.0,
+           doc: str = "") -> OpDef:
+    """Register a two-input same-shape op; ``grad(g, a, b, y, dy)`` returns (da, db)."""
+    def gradient(g, p, ins, outs, ograds):
+        return list(grad(g, ins[0], ins[1], outs[0], ograds[0]))
+    return register(OpDef(
+        name=name, forward=lambda p, ins, aux, rt: (ref(ins[0], ins[1]),),
+        infer_shape=elemwise_shape, inputs=("lhs", "rhs"), gradient=gradient, aliases=aliases,
+        cases=(Case(((3, 5), (3, 5)), low=low, high=high),),
+        doc=doc or f"Elementwise ``{name}`` of two arrays of one shape: ``{expr}``."))
+
+
+def _where_mask(g, cond, dy):
+    return _mul(g, dy, cond)
+
+
+binary("elemwise_add", torch.add, lambda g, a, b, y, dy: (dy, dy), "x + y",
+       aliases=("_add", "_plus", "_Plus"))
+binary("elemwise_sub", torch.sub, lambda g, a, b, y, dy: (dy, g.op("negative", dy)), "x - y",
+       aliases=("_sub", "_minus", "_Minus"))
+binary("elemwise_mul", torch.mul, lambda g, a, b, y, dy: (_mul(g, dy, b), _mul(g, dy, a)),
+       "x * y", aliases=("_mul", "_Mul"))
+binary("elemwise_div", torch.div,
+       lambda g, a, b, y, dy: (g.op("elemwise_div", dy, b),
+                               g.op("negative", g.op("elemwise_div", _mul(g, dy, y), b))),
+       "x / y", aliases=("_div", "_Div"), low=0.5, high=2.0)
+binary("_power", torch.pow,
+       lambda g, a, b, y, dy: (_mul(g, dy, _mul(g, b, g.op("elemwise_div", y, a))),
+                               _mul(g, dy, _mul(g, y, g.op("log", a)))),
+       "pow(x, y)", aliases=("_Power",), low=0.5, high=2.0)
+binary("_maximum", torch.maximum,
+       lambda g, a, b, y, dy: (_where_mask(g, g.op("_greater_equal", a, b), dy),
+                               _where_mask(g, g.op("_lesser", a, b), dy)),
+       "max(x, y)", aliases=("_Maximum",))
+binary("_minimum", torch.minimum,
+       lambda g, a, b, y, dy: (_where_mask(g, g.op("_lesser_equal", a, b), dy),
+                               _where_mask(g, g.op("_greater", a, b), dy)),
+       "min(x, y)", aliases=("_Minimum",))
+binary("_mod", _keep_dtype(torch.remainder),
+       lambda g, a, b, y, dy: (dy, g.op("negative", _mul(g, dy, g.op("floor", g.op(
+           "elemwise_div", a, b))))), "x - floor(x / y) * y", aliases=("_Mod",), low=0.5, high=2.0)
+
+
+def _cmp(fn):
+    return lambda a, b: fn(a, b).to(a.dtype)
+
+
+def _no_grad2(g, a, b, y, dy):
+    return g.op("zeros_like", a), g.op("zeros_like", b)
+
+
+for _name, _fn, _alias in [("_equal", torch.eq, "_Equal"), ("_not_equal", torch.ne, "_Not_Equal"),
+                           ("_greater", torch.gt, "_Greater"),
+                           ("_greater_equal", torch.ge, "_Greater_Equal"),
+                           ("_lesser", torch.lt, "_Lesser"),
+                           ("_lesser_equal", torch.le, "_Lesser_Equal")]:
+    binary(_name, _cmp(_fn), _no_grad2, f"{_name}(x, y)", aliases=(_alias,))
+
+
+# ------------------------------------------------------------------ scalar forms
+
+_SCALAR = (Param("scalar", "float", 1.0, doc="The scalar operand."),
+           Param("is_int", "bool", True, doc="Whether the scalar is an integer (MXNet 1.9)."))
+
+
+def scalar(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-1.0,
+           high=1.0, case_scalar: float = 1.5) -> OpDef:
+    """Register an array-with-scalar op; ``ref(x, s)``; ``grad(g, x, y, dy, s)`` returns dx."""
+    def gradient(g, p, ins, outs, ograds):
+        return [grad(g, ins[0], outs[0], ograds[0], p.scalar)]
+    fwd = _keep_dtype(ref)
+    return register(OpDef(
+        name=name, forward=lambda p, ins, aux, rt: (fwd(ins[0], p.scalar),),
+        infer_shape=unary_shape, params=_SCALAR, gradient=gradient, aliases=aliases,
+        cases=(Case(((3, 5),), {"scalar": case_scalar}, low=low, high=high),),
+        doc=f"``{expr}`` with ``s`` the scalar attribute."))
+
+
+def _smul(g, dy, s):
+    return _scalar(g, "_mul_scalar", dy, s)
+
+
+scalar("_plus_scalar", torch.add, lambda g, x, y, dy, s: dy, "x + s", ("_PlusScalar",))
+scalar("_minus_scalar", torch.sub, lambda g, x, y, dy, s: dy, "x - s", ("_MinusScalar",))
+scalar("_rminus_scalar", lambda x, s: s - x, lambda g, x, y, dy, s: g.op("negative", dy),
+       "s - x", ("_RMinusScalar",))
+scalar("_mul_scalar", torch.mul, lambda g, x, y, dy, s: _smul(g, dy, s), "x * s",
+       ("_MulScalar",))
+scalar("_div_scalar", torch.div, lambda g, x, y, dy, s: _smul(g, dy, 1.0 / s), "x / s",
+       ("_DivScalar",))
+scalar("_rdiv_scalar", lambda x, s: s / x,
+       lambda g, x, y, dy, s: g.op("negative", g.op("elemwise_div", _mul(g, dy, y), x)),
+       "s / x", ("_RDivScalar",), low=0.5, high=2.0)
+scalar("_power_scalar", torch.pow,
+       lambda g, x, y, dy, s: _mul(g, dy, _smul(g, _scalar(g, "_power_scalar", x, s - 1.0), s)),
+       "pow(x, s)", ("_PowerScalar",), low=0.5, high=2.0)
+scalar("_rpower_scalar", lambda x, s: torch.pow(s, x),
+       lambda g, x, y, dy, s: _smul(g, _mul(g, dy, y), math.log(s)),
+       "pow(s, x)", ("_RPowerScalar",))
+scalar("_maximum_scalar", lambda x, s: torch.clamp(x, min=s),
+       lambda g, x, y, dy, s: _mul(g, dy, _scalar(g, "_greater_equal_scalar", x, s)),
+       "max(x, s)", ("_MaximumScalar",), case_scalar=0.1)
+scalar("_minimum_scalar", lambda x, s: torch.clamp(x, max=s),
+       lambda g, x, y, dy, s: _mul(g, dy, _scalar(g, "_lesser_equal_scalar", x, s)),
+       "min(x, s)", ("_MinimumScalar",), case_scalar=0.1)
+scalar("_mod_scalar", torch.remainder, lambda g, x, y, dy, s: dy, "x - floor(x / s) * s", ("_ModScalar",),
+       low=0.1, high=1.0)
+scalar("_rmod_scalar", lambda x, s: torch.remainder(torch.full_like(x, s), x),
+       lambda g, x, y, dy, s: g.op("negative", _mul(g, dy, g.op("floor", g.op(
+           "_rdiv_scalar", x, scalar=s)))), "s - floor(s / x) * x", ("_RModScalar",), low=0.6, high=1.0)
+
+for _name, _fn, _alias in [
+        ("_equal_scalar", torch.eq, "_EqualScalar"),
+        ("_not_equal_scalar", torch.ne, "_NotEqualScalar"),
+        ("_greater_scalar", torch.gt, "_GreaterScalar"),
+        ("_greater_equal_scalar", torch.ge, "_GreaterEqualScalar"),
+        ("_lesser_scalar", torch.lt, "_LesserScalar"),
+        ("_lesser_equal_scalar", torch.le, "_LesserEqualScalar")]:
+    scalar(_name, _cmp(_fn), lambda g, x, y, dy, s: g.op("zeros_like", x), f"{_name}(x, s)",
+           (_alias,))

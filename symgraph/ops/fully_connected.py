@@ -1,0 +1,63 @@
+"""FullyConnected: ``out = data @ weight.T + bias`` (data flattened to 2-D unless flatten=False)."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..attrs import Param
+from .base import Case, OpDef, register
+
+
+def _inputs(p):
+    return ["data", "weight"] if p.no_bias else ["data", "weight", "bias"]
+
+
+def _shape(p, shapes):
+    data = shapes[0]
+    if not data:
+        return None
+    k = math.prod(data[1:]) if p.flatten else data[-1]
+    out = (data[0], p.num_hidden) if p.flatten else tuple(data[:-1]) + (p.num_hidden,)
+    ins = [data, (p.num_hidden, k)] + ([] if p.no_bias else [(p.num_hidden,)])
+    return ins, [out]
+
+
+def _forward(p, ins, aux, rt):
+    x, w = ins[0], ins[1]
+    if p.flatten and x.dim() != 2:
+        x = x.reshape(x.shape[0], -1)
+    b = None if p.no_bias else ins[2]
+    return (torch.nn.functional.linear(x, w, b),)
+
+
+def _gradient(g, p, ins, outs, og):
+    data, weight = ins[0], ins[1]
+    dy = og[0]
+    if p.flatten:
+        x2, dy2 = g.op("Flatten", data), dy
+    else:
+        x2 = g.op("Reshape", data, shape=(-1, 0), reverse=True)
+        dy2 = g.op("Reshape", dy, shape=(-1, p.num_hidden))
+    dx = g.op("reshape_like", g.op("dot", dy2, weight), data)
+    dw = g.op("dot", dy2, x2, transpose_a=True)
+    grads = [dx, dw]
+    if not p.no_bias:
+        grads.append(g.op("sum", dy2, axis=0))
+    return grads
+
+
+register(OpDef(
+    name="FullyConnected",
+    params=(Param("num_hidden", "int", doc="Number of hidden units."),
+            Param("no_bias", "bool", False, doc="Whether to disable the bias."),
+            Param("flatten", "bool", True, doc="Flatten all but the first axis of data.")),
+    inputs=_inputs, infer_shape=_shape, forward=_forward, gradient=_gradient,
+    cases=(Case(((4, 5), (3, 5), (3,)), {"num_hidden": 3}),
+           Case(((2, 3, 4), (6, 12)), {"num_hidden": 6, "no_bias": True}),
+           Case(((2, 3, 4), (5, 4), (5,)), {"num_hidden": 5, "flatten": False})),
+    doc="""Fully connected layer: ``out = dot(data, weight.T) + bias``.
+
+    ``data`` of shape (N, ...) is flattened to (N, K) when ``flatten`` is True; otherwise
+    the last axis is contracted: (..., K) -> (..., num_hidden). ``weight`` is (num_hidden, K).
+    """))

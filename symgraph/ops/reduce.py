@@ -1,0 +1,197 @@
+"""Reductions (sum/mean/max/min/prod/argmax/argmin) and their broadcast-back helper.
+
+MXNet 1.x semantics: ``axis`` is None, an int or a tuple; ``exclude`` reduces over the
+axes *not* listed; a full reduction without keepdims has shape ``(1,)``.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..attrs import Param
+from ..base import ShapeError
+from .base import Case, OpDef, register
+
+_PARAMS = (Param("axis", "axis", None, doc="Axis or axes to reduce (None: all)."),
+           Param("keepdims", "bool", False, doc="Keep reduced axes with length 1."),
+           Param("exclude", "bool", False, doc="Reduce over the axes not in ``axis``."))
+
+
+def reduce_axes(p, ndim: int) -> tuple[int, ...]:
+    """Normalised, sorted axes a reduction with params ``p`` runs over."""
+    axis = p.axis
+    if axis is None or axis == ():
+        return () if p.exclude else tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    norm = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ShapeError(f"axis {a} is out of range for an input of {ndim} dimensions")
+        norm.append(a % ndim)
+    if len(set(norm)) != len(norm):
+        raise ShapeError(f"duplicate axes in {axes}")
+    if p.exclude:
+        return tuple(i for i in range(ndim) if i not in norm)
+    return tuple(sorted(norm))
+
+
+def reduced_shape(p, shape: tuple) -> tuple:
+    """Output shape of a reduction of ``shape``."""
+    axes = reduce_axes(p, len(shape))
+    if p.keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    out = tuple(d for i, d in enumerate(shape) if i not in axes)
+    return out or (1,)
+
+
+def _shape(p, shapes):
+    if not shapes[0]:
+        return None
+    return shapes, [reduced_shape(p, shapes[0])]
+
+
+def _apply(fn, p, x):
+    axes = reduce_axes(p, x.dim())
+    if not axes:
+        return x.clone()
+    out = fn(x, axes, p.keepdims)
+    return out.reshape(reduced_shape(p, tuple(x.shape)))
+
+
+def _bcast(g, p, dy, x):
+    return g.op("_reduce_bcast", dy, x, axis=p.axis, keepdims=p.keepdims, exclude=p.exclude)
+
+
+def _sum_grad(g, p, ins, outs, og):
+    return [_bcast(g, p, og[0], ins[0])]
+
+
+def _mean_grad(g, p, ins, outs, og):
+    return [g.op("_mean_bcast", og[0], ins[0], axis=p.axis, keepdims=p.keepdims,
+                 exclude=p.exclude)]
+
+
+def _extreme_grad(g, p, ins, outs, og):
+    mask = g.op("_equal", ins[0], _bcast(g, p, outs[0], ins[0]))
+    return [g.op("elemwise_mul", _bcast(g, p, og[0], ins[0]), mask)]
+
+
+def _prod_grad(g, p, ins, outs, og):
+    full = _bcast(g, p, g.op("elemwise_mul", og[0], outs[0]), ins[0])
+    return [g.op("elemwise_div", full, ins[0])]
+
+
+def _amax(x, axes, keep):
+    return torch.amax(x, dim=axes, keepdim=keep)
+
+
+def _amin(x, axes, keep):
+    return torch.amin(x, dim=axes, keepdim=keep)
+
+
+def _prod(x, axes, keep):
+    for a in sorted(axes, reverse=True):
+        x = torch.prod(x, dim=a, keepdim=keep)
+    return x
+
+
+_CASES = (Case(((3, 4, 5),), {}), Case(((3, 4, 5),), {"axis": 1}),
+          Case(((3, 4, 5),), {"axis": (0, 2), "keepdims": True}),
+          Case(((3, 4, 5),), {"axis": 1, "exclude": True}))
+
+
+def _reduction(name, fn, grad, aliases=(), low=-1.0, high=1.0):
+    cases = tuple(Case(c.shapes, c.attrs, low=low, high=high) for c in _CASES)
+    register(OpDef(name=name, params=_PARAMS, infer_shape=_shape, gradient=grad,
+                   aliases=aliases, cases=cases,
+                   forward=lambda p, ins, aux, rt: (_apply(fn, p, ins[0]),),
+                   doc=f"``{name}`` over the given axes (MXNet 1.x reduce semantics)."))
+
+
+_reduction("sum", lambda x, a, k: torch.sum(x, dim=a, keepdim=k), _sum_grad, ("sum_axis",))
+_reduction("mean", lambda x, a, k: torch.mean(x, dim=a, keepdim=k), _mean_grad)
+_reduction("max", _amax, _extreme_grad, ("max_axis",))
+_reduction("min", _amin, _extreme_grad, ("min_axis",))
+_reduction("prod", _prod, _prod_grad, low=0.5, high=1.5)
+
+
+def _bcast_forward(p, ins, aux, rt):
+    dy, x = ins
+    keep = reduced_shape(_keep(p), tuple(x.shape))
+    return (dy.reshape(keep).expand(x.shape),)
+
+
+def _keep(p):
+    q = type(p)(p)
+    q["keepdims"] = True
+    return q
+
+
+def _bcast_shape(p, shapes):
+    if not shapes[1]:
+        return None
+    return [shapes[0] or reduced_shape(p, shapes[1]), shapes[1]], [shapes[1]]
+
+
+def _count(p, shape) -> int:
+    n = 1
+    for a in reduce_axes(p, len(shape)):
+        n *= shape[a]
+    return n
+
+
+register(OpDef(
+    name="_reduce_bcast", params=_PARAMS, inputs=("ograd", "data"), hidden=True,
+    infer_shape=_bcast_shape, forward=_bcast_forward,
+    gradient=lambda g, p, ins, outs, og: [
+        g.op("sum", og[0], axis=p.axis, keepdims=p.keepdims, exclude=p.exclude), None],
+    cases=(Case(((4,), (3, 4, 5)), {"axis": (0, 2)}, no_grad_inputs=(1,)),),
+    doc="Broadcast a reduction's output gradient back to the reduced input's shape."))
+register(OpDef(
+    name="_mean_bcast", params=_PARAMS, inputs=("ograd", "data"), hidden=True,
+    infer_shape=_bcast_shape,
+    forward=lambda p, ins, aux, rt: (
+        _bcast_forward(p, ins, aux, rt)[0] / _count(p, tuple(ins[1].shape)),),
+    gradient=lambda g, p, ins, outs, og: [
+        g.op("mean", og[0], axis=p.axis, keepdims=p.keepdims, exclude=p.exclude), None],
+    cases=(Case(((3, 1, 5), (3, 4, 5)), {"axis": 1, "keepdims": True}, no_grad_inputs=(1,)),),
+    doc="Broadcast a mean's output gradient back, divided by the reduced count."))
+
+
+# ------------------------------------------------------------------ argmax / argmin
+
+_ARG_PARAMS = (Param("axis", "int_or_none", None), Param("keepdims", "bool", False))
+
+
+def _arg_shape(p, shapes):
+    if not shapes[0]:
+        return None
+    shape = shapes[0]
+    if p.axis is None:
+        return shapes, [(1,) * len(shape) if p.keepdims else (1,)]
+    axis = p.axis % len(shape)
+    if p.keepdims:
+        return shapes, [tuple(1 if i == axis else d for i, d in enumerate(shape))]
+    return shapes, [tuple(d for i, d in enumerate(shape) if i != axis) or (1,)]
+
+
+def _arg(fn):
+    def forward(p, ins, aux, rt):
+        x = ins[0]
+        if p.axis is None:
+            out = fn(x.reshape(-1), 0).reshape(_arg_shape(p, [tuple(x.shape)])[1][0])
+        else:
+            out = fn(x, p.axis, p.keepdims)
+            if out.dim() == 0:
+                out = out.reshape(1)
+        return (out.to(x.dtype),)
+    return forward
+
+
+for _name, _fn in (("argmax", lambda x, a, k=False: torch.argmax(x, dim=a, keepdim=k)),
+                   ("argmin", lambda x, a, k=False: torch.argmin(x, dim=a, keepdim=k))):
+    register(OpDef(
+        name=_name, params=_ARG_PARAMS, infer_shape=_arg_shape, forward=_arg(_fn),
+        gradient=lambda g, p, ins, outs, og: [g.op("zeros_like", ins[0])],
+        cases=(Case(((3, 4),), {"axis": 1}, grad=False), Case(((3, 4),), {}, grad=False),
+               Case(((3, 4, 2),), {"axis": 0, "keepdims": True}, grad=False)),
+        doc=f"Indices (in the input's dtype, as MXNet) of the {_name[3:]}imum along ``axis``."))

@@ -1,0 +1,199 @@
+"""Core shape ops: Reshape (MXNet's special codes), Flatten, reshape_like, expand_dims, transpose."""
+from __future__ import annotations
+
+import math
+
+from ..attrs import Param
+from ..base import ShapeError
+from .base import Case, OpDef, register
+
+
+def _infer_reshape(src: tuple, spec: tuple, reverse: bool) -> tuple:
+    """Apply MXNet's Reshape codes 0, -1, -2, -3, -4 to ``src`` (left to right or reversed)."""
+    if reverse:
+        src, spec = src[::-1], _reverse_spec(spec)
+    out: list[int] = []
+    i = j = 0
+    infer_at = -1
+    while j < len(spec):
+        code = spec[j]
+        if code == 0:
+            _need(i < len(src), src, spec)
+            out.append(src[i]); i += 1  # noqa: E702
+        elif code == -1:
+            if infer_at >= 0:
+                raise ShapeError(f"Reshape: more than one -1 in shape {spec}")
+            infer_at = len(out); out.append(-1); i += 1  # noqa: E702
+        elif code == -2:
+            out.extend(src[i:]); i = len(src)  # noqa: E702
+        elif code == -3:
+            _need(i + 1 < len(src), src, spec)
+            out.append(src[i] * src[i + 1]); i += 2  # noqa: E702
+        elif code == -4:
+            j, i = _split_dim(src, spec, i, j, out)
+            continue
+        else:
+            _need(code > 0, src, spec)
+            out.append(code); i += 1  # noqa: E702
+        j += 1
+    if infer_at >= 0:
+        known = math.prod(d for d in out if d != -1)
+        out[infer_at] = math.prod(src) // known if known else 0
+    if math.prod(out) != math.prod(src):
+        raise ShapeError(f"Reshape: target shape size {tuple(out)} is different from source "
+                         f"{src if not reverse else src[::-1]} (shape spec {spec})")
+    return tuple(out[::-1]) if reverse else tuple(out)
+
+
+def _reverse_spec(spec: tuple) -> tuple:
+    # -4 a b groups must keep their order when the spec is reversed
+    groups, j = [], 0
+    while j < len(spec):
+        if spec[j] == -4:
+            groups.append(tuple(spec[j:j + 3])); j += 3  # noqa: E702
+        else:
+            groups.append((spec[j],)); j += 1  # noqa: E702
+    out: list[int] = []
+    for grp in reversed(groups):
+        out.extend((-4, grp[2], grp[1]) if grp[0] == -4 else grp)
+    return tuple(out)
+
+
+def _split_dim(src, spec, i, j, out):
+    _need(i < len(src) and j + 2 < len(spec), src, spec)
+    d, a, b = src[i], spec[j + 1], spec[j + 2]
+    if a == -1:
+        a = d // b
+    if b == -1:
+        b = d // a
+    if a * b != d:
+        raise ShapeError(f"Reshape: -4 split of dimension {d} into ({spec[j+1]}, {spec[j+2]}) "
+                         "does not match")
+    out.extend((a, b))
+    return j + 3, i + 1
+
+
+def _need(ok: bool, src, spec) -> None:
+    if not ok:
+        raise ShapeError(f"Reshape: shape spec {spec} does not fit input shape {src}")
+
+
+def _reshape_shape(p, shapes):
+    src = shapes[0]
+    if not src:
+        return None
+    spec = p.shape if p.shape else p.target_shape
+    return shapes, [_infer_reshape(tuple(src), tuple(spec), p.reverse)]
+
+
+def _like_grad(g, p, ins, outs, og):
+    return [g.op("reshape_like", og[0], ins[0])]
+
+
+register(OpDef(
+    name="Reshape", aliases=("reshape",),
+    params=(Param("shape", "shape", (), doc="Target shape with codes 0,-1,-2,-3,-4."),
+            Param("reverse", "bool", False, doc="Match special codes right to left."),
+            Param("target_shape", "shape", (), doc="Deprecated."),
+            Param("keep_highest", "bool", False, doc="Deprecated.")),
+    infer_shape=_reshape_shape, gradient=_like_grad,
+    forward=lambda p, ins, aux, rt: (ins[0].reshape(_reshape_shape(p, [tuple(ins[0].shape)])
+                                                    [1][0]),),
+    cases=(Case(((2, 3, 4),), {"shape": (0, -1)}), Case(((2, 3, 4),), {"shape": (-3, 4)}),
+           Case(((2, 3, 4),), {"shape": (-4, 1, 2, -2)}), Case(((6, 4),), {"shape": (-1, 0),
+                                                                           "reverse": True}),
+           Case(((2, 3, 4),), {"shape": (0, -2)})),
+    doc="Reshape with MXNet's special codes: 0 copy, -1 infer, -2 copy rest, -3 merge two, "
+        "-4 split one."))
+
+
+def _flatten_shape(p, shapes):
+    src = shapes[0]
+    if not src:
+        return None
+    return shapes, [(src[0], math.prod(src[1:]))]
+
+
+register(OpDef(
+    name="Flatten", aliases=("flatten",), infer_shape=_flatten_shape, gradient=_like_grad,
+    forward=lambda p, ins, aux, rt: (ins[0].reshape(ins[0].shape[0], -1),),
+    cases=(Case(((2, 3, 4),)), Case(((3, 2),))),
+    doc="Collapse all axes but the first: (N, a, b, ...) -> (N, a*b*...)."))
+
+
+def _reshape_like_shape(p, shapes):
+    a, b = shapes
+    if not a or not b:
+        return None
+    if math.prod(a) != math.prod(b):
+        raise ShapeError(f"reshape_like: sizes differ, lhs {a}, rhs {b}")
+    return shapes, [b]
+
+
+register(OpDef(
+    name="reshape_like", inputs=("lhs", "rhs"), infer_shape=_reshape_like_shape,
+    forward=lambda p, ins, aux, rt: (ins[0].reshape(ins[1].shape),),
+    gradient=lambda g, p, ins, outs, og: [g.op("reshape_like", og[0], ins[0]), None],
+    cases=(Case(((6, 2), (3, 4)), no_grad_inputs=(1,)),),
+    doc="Reshape ``lhs`` to the shape of ``rhs`` (same size)."))
+
+
+def _expand_shape(p, shapes):
+    src = shapes[0]
+    if not src:
+        return None
+    axis = p.axis if p.axis >= 0 else p.axis + len(src) + 1
+    if not 0 <= axis <= len(src):
+        raise ShapeError(f"expand_dims: axis {p.axis} out of range for shape {src}")
+    return shapes, [tuple(src[:axis]) + (1,) + tuple(src[axis:])]
+
+
+register(OpDef(
+    name="expand_dims", params=(Param("axis", "int"),), infer_shape=_expand_shape,
+    gradient=_like_grad,
+    forward=lambda p, ins, aux, rt: (ins[0].reshape(_expand_shape(p, [tuple(ins[0].shape)])
+                                                    [1][0]),),
+    cases=(Case(((2, 3),), {"axis": 1}), Case(((2, 3),), {"axis": -1})),
+    doc="Insert an axis of length 1 at ``axis``."))
+
+
+def _axes(p, ndim: int) -> tuple:
+    if not p.axes:
+        return tuple(range(ndim - 1, -1, -1))
+    if sorted(a % ndim for a in p.axes) != list(range(ndim)):
+        raise ShapeError(f"transpose permutation isn't a permutation of operand dimensions, got "
+                         f"permutation {p.axes} for operand of {ndim} dimensions")
+    return tuple(a % ndim for a in p.axes)
+
+
+def _transpose_shape(p, shapes):
+    src = shapes[0]
+    if not src:
+        return None
+    return shapes, [tuple(src[a] for a in _axes(p, len(src)))]
+
+
+register(OpDef(
+    name="transpose", params=(Param("axes", "shape", ()),), infer_shape=_transpose_shape,
+    forward=lambda p, ins, aux, rt: (ins[0].permute(_axes(p, ins[0].dim())).contiguous(),),
+    gradient=lambda g, p, ins, outs, og: [g.op("_transpose_back", og[0], ins[0], axes=p.axes)],
+    cases=(Case(((2, 3, 4),), {}), Case(((2, 3, 4),), {"axes": (1, 0, 2)}),
+           Case(((2, 3, 4),), {"axes": (2, 0, 1)})),
+    doc="Permute axes (reverse them when ``axes`` is empty)."))
+
+
+def _inverse(perm: tuple) -> tuple:
+    inv = [0] * len(perm)
+    for i, a in enumerate(perm):
+        inv[a] = i
+    return tuple(inv)
+
+
+register(OpDef(
+    name="_transpose_back", params=(Param("axes", "shape", ()),), inputs=("ograd", "data"),
+    hidden=True, infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
+    forward=lambda p, ins, aux, rt: (
+        ins[0].permute(_inverse(_axes(p, ins[0].dim()))).contiguous(),),
+    gradient=lambda g, p, ins, outs, og: [g.op("transpose", og[0], axes=p.axes), None],
+    cases=(Case(((4, 2, 3), (2, 3, 4)), {"axes": (2, 0, 1)}, no_grad_inputs=(1,)),),
+    doc="Undo ``transpose(axes)``: the gradient of transpose."))

@@ -1,0 +1,117 @@
+"""SoftmaxOutput: softmax forward, cross-entropy gradient backward (a loss head).
+
+Backward math, with ``p = softmax(x)`` and one-hot (or smoothed) target ``t``:
+``dx = (p - t) * grad_scale / norm``, zeroed where ``label == ignore_label`` when
+``use_ignore``; ``norm`` is 1 (null), the batch size (batch) or the number of
+non-ignored labels (valid). The head gradient is ignored, as in MXNet.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..attrs import Param
+from .base import Case, OpDef, register
+
+_PARAMS = (
+    Param("grad_scale", "float", 1.0, doc="Scale the gradient by this factor."),
+    Param("ignore_label", "float", -1.0, doc="Label value to ignore when use_ignore."),
+    Param("multi_output", "bool", False, doc="Softmax over axis 1 of (N, C, ...) data."),
+    Param("use_ignore", "bool", False, doc="Ignore labels equal to ignore_label."),
+    Param("preserve_shape", "bool", False, doc="Softmax over the last axis, keep the shape."),
+    Param("normalization", "str", "null", choices=("null", "batch", "valid")),
+    Param("out_grad", "bool", False, doc="Multiply the gradient by the head gradient."),
+    Param("smooth_alpha", "float", 0.0, doc="Label smoothing factor."),
+)
+
+
+def _label_shape(p, data: tuple) -> tuple:
+    if p.multi_output:
+        return (data[0],) + tuple(data[2:])
+    if p.preserve_shape:
+        return tuple(data[:-1])
+    return (data[0],)
+
+
+def _shape(p, shapes):
+    data, label = shapes
+    if not data:
+        return None
+    if label and tuple(label) == tuple(data):  # probability labels of the data's shape
+        return shapes, [data]
+    return [data, _label_shape(p, data)], [data]
+
+
+def _as_2d(p, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """View of ``x`` with the class axis last and everything else flattened; class axis size."""
+    if p.multi_output:
+        c = x.shape[1]
+        return x.movedim(1, -1).reshape(-1, c), c
+    if p.preserve_shape:
+        return x.reshape(-1, x.shape[-1]), x.shape[-1]
+    return x.reshape(x.shape[0], -1), math.prod(x.shape[1:])
+
+
+def _from_2d(p, y2: torch.Tensor, shape) -> torch.Tensor:
+    if p.multi_output:
+        moved = (shape[0],) + tuple(shape[2:]) + (shape[1],)
+        return y2.reshape(moved).movedim(-1, 1).contiguous()
+    return y2.reshape(shape)
+
+
+def _forward(p, ins, aux, rt):
+    x2, _ = _as_2d(p, ins[0])
+    return (_from_2d(p, torch.softmax(x2, dim=-1), ins[0].shape),)
+
+
+def _target(p, label: torch.Tensor, out_shape, classes: int, dtype) -> tuple:
+    """Target distribution (rows x classes) and the per-row keep mask."""
+    lab = label.reshape(-1)
+    idx = lab.long().clamp(0, classes - 1)
+    on, off = 1.0 - p.smooth_alpha, p.smooth_alpha / max(classes - 1, 1)
+    t = torch.full((lab.numel(), classes), off, dtype=dtype, device=label.device)
+    t.scatter_(1, idx[:, None], on)
+    keep = (lab != p.ignore_label) if p.use_ignore else torch.ones_like(lab, dtype=torch.bool)
+    return t, keep
+
+
+def _backward_forward(p, ins, aux, rt):
+    out, label = ins[0], ins[1]
+    y2, classes = _as_2d(p, out)
+    if tuple(label.shape) == tuple(out.shape):  # probability labels
+        t, keep = _as_2d(p, label)[0], torch.ones(y2.shape[0], dtype=torch.bool,
+                                                  device=out.device)
+    else:
+        t, keep = _target(p, label, out.shape, classes, out.dtype)
+    grad = (y2 - t) * keep[:, None].to(out.dtype)
+    if p.normalization == "batch":
+        norm = float(out.shape[0])
+    elif p.normalization == "valid":
+        norm = float(max(int(keep.sum()), 1))
+    else:
+        norm = 1.0
+    grad = grad * (p.grad_scale / norm)
+    if p.out_grad and len(ins) > 2:
+        grad = grad * _as_2d(p, ins[2])[0]
+    return (_from_2d(p, grad, out.shape),)
+
+
+def _gradient(g, p, ins, outs, og):
+    attrs = {k: v for k, v in p.items()}
+    dx = g.op("_backward_SoftmaxOutput", outs[0], ins[1], **attrs)
+    return [dx, g.op("zeros_like", ins[1])]
+
+
+register(OpDef(
+    name="SoftmaxOutput", aliases=("Softmax",), params=_PARAMS, inputs=("data", "label"),
+    infer_shape=_shape, forward=_forward, gradient=_gradient, loss=True,
+    cases=(Case(((4, 5), (4,)), ints={1: 5}, no_grad_inputs=(1,), grad=False),
+           Case(((2, 3, 4), (2, 4)), {"multi_output": True}, ints={1: 3}, grad=False),
+           Case(((2, 3, 4), (2, 3)), {"preserve_shape": True}, ints={1: 4}, grad=False)),
+    doc="Softmax in the forward pass; the gradient of cross-entropy with ``label`` backward."))
+
+register(OpDef(
+    name="_backward_SoftmaxOutput", params=_PARAMS, inputs=("output", "label"), hidden=True,
+    infer_shape=lambda p, s: (s, [s[0]]) if s[0] else None, forward=_backward_forward,
+    doc="The data gradient of SoftmaxOutput from its output and label."))

@@ -1,0 +1,218 @@
+"""The bound plan: schedule, backward graph, value lifetimes and memory reuse, built once.
+
+``build_plan`` turns a symbol's heads plus the variables that need gradients into one
+combined graph (forward + backward nodes), infers every entry's shape and dtype, picks
+an implementation per node, and lays out three flat step lists (training forward,
+inference forward, backward). Each step is a tuple the executor's hot loop unpacks;
+a step also lists the value slots to drop after it, so memory follows the planned
+lifetimes. :class:`MemoryPlan` assigns storage blocks to values with disjoint lifetimes
+(in place where an op allows it) and reports planned against naive bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from . import config
+from .autodiff import Gradients, build_gradients
+from .base import NAME_TO_TORCH, ShapeError
+from .graph import IndexedGraph, Node
+from .infer import infer_shapes, infer_types
+from .ops.base import known
+
+# (fn, params, input slots, aux slots, output slots, slots to free, node)
+Step = tuple
+
+
+@dataclass
+class MemoryPlan:
+    """Storage blocks assigned to intermediate values."""
+
+    naive_bytes: int = 0
+    planned_bytes: int = 0
+    block_of: dict[int, int] = field(default_factory=dict)  # slot -> block id
+    block_bytes: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """Everything the executor needs to run forward and backward without the graph."""
+
+    graph: IndexedGraph
+    shapes: list[tuple]
+    dtypes: list[str]
+    var_slot: dict[str, int]
+    head_slots: list[int]
+    head_grad_slots: list[int | None]
+    grad_slot: dict[str, int | None]
+    forward_train: list[Step]
+    forward_infer: list[Step]
+    backward: list[Step]
+    memory: MemoryPlan
+    impl: dict[str, str]  # node name -> implementation label
+
+
+def implementation(node: Node, device: torch.device):
+    """The forward callable for a node, and a label saying what it is."""
+    op = node.op
+    backend = config.get().backend
+    use_kernel = op.kernel is not None and (
+        backend == "triton" or (backend == "auto" and device.type == "cuda"))
+    if use_kernel:
+        return op.kernel, f"triton:{op.name}"
+    return op.forward, f"torch:{op.name}"
+
+
+def _combined(heads, wrt_ids: list[int], fwd: IndexedGraph):
+    grads: Gradients = build_gradients(fwd, wrt_ids) if wrt_ids else Gradients([], {})
+    extra = [e for e in grads.grads.values() if e is not None]
+    return IndexedGraph(list(heads) + extra), grads
+
+
+def _var_initial(graph: IndexedGraph, fwd: IndexedGraph, known_vals: dict[str, object],
+                 head_vals: list, grads: Gradients) -> dict[int, object]:
+    initial = {}
+    for nid in graph.variable_ids:
+        node = graph.nodes[nid]
+        if node.name in known_vals:
+            initial[nid] = known_vals[node.name]
+    for hg, value in zip(grads.head_grads, head_vals):
+        if hg is not None and id(hg) in graph.node_id:
+            initial[graph.node_id[id(hg)]] = value
+    return initial
+
+
+def _infer_all(graph, fwd, shapes_in, dtypes_in, grads):
+    """Shapes and dtypes of every entry of the combined graph (heads' grads like the heads)."""
+    fwd_shapes = infer_shapes(fwd, {i: shapes_in[fwd.nodes[i].name] for i in fwd.variable_ids
+                                    if fwd.nodes[i].name in shapes_in})
+    fwd_types = infer_types(fwd, {i: dtypes_in[fwd.nodes[i].name] for i in fwd.variable_ids
+                                  if fwd.nodes[i].name in dtypes_in})
+    head_shapes = [fwd_shapes[fwd.entry_id(h)] for h in fwd.heads]
+    head_types = [fwd_types[fwd.entry_id(h)] for h in fwd.heads]
+    shapes = infer_shapes(graph, _var_initial(graph, fwd, shapes_in, head_shapes, grads))
+    dtypes = infer_types(graph, _var_initial(graph, fwd, dtypes_in, head_types, grads))
+    for nid, node in enumerate(graph.nodes):
+        for k in range(node.num_outputs):
+            slot = graph.row_ptr[nid] + k
+            if not known(shapes[slot]) or dtypes[slot] is None:
+                raise ShapeError(f"Error in {node.where}: cannot infer the shape/dtype of output "
+                                 f"{k} (got shape {shapes[slot]}, dtype {dtypes[slot]}); "
+                                 "give every input's shape at bind")
+    return shapes, dtypes
+
+
+def _steps(graph: IndexedGraph, order: list[int], device, keep: set[int], last_use: dict,
+           impl: dict) -> list[Step]:
+    steps = []
+    for pos, nid in enumerate(order):
+        node = graph.nodes[nid]
+        fn, label = implementation(node, device)
+        impl[node.name] = label
+        ins = graph.input_entries(nid)
+        n_reg = node.num_regular_inputs()
+        outs = tuple(range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
+        frees = tuple(s for s in set(ins) | set(outs)
+                      if s not in keep and last_use.get(s, pos) == pos)
+        steps.append((fn, node.params, tuple(ins[:n_reg]), tuple(ins[n_reg:]), outs, frees,
+                      node))
+    return steps
+
+
+def _last_uses(graph: IndexedGraph, order: list[int]) -> dict[int, int]:
+    last: dict[int, int] = {}
+    for pos, nid in enumerate(order):
+        for s in graph.input_entries(nid):
+            last[s] = pos
+        for s in range(graph.row_ptr[nid], graph.row_ptr[nid + 1]):
+            last.setdefault(s, pos)
+    return last
+
+
+def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
+               wrt: list[str], device: torch.device) -> Plan:
+    """Build the plan for ``heads`` with gradients for the variables named in ``wrt``."""
+    fwd = IndexedGraph(heads)
+    by_name = {fwd.nodes[i].name: i for i in fwd.variable_ids}
+    graph, grads = _combined(heads, [by_name[n] for n in wrt], fwd)
+    shapes, dtypes = _infer_all(graph, fwd, shapes_in, dtypes_in, grads)
+    fwd_ids = {graph.node_id[id(n)] for n in fwd.nodes}
+    ops = [i for i, n in enumerate(graph.nodes) if n.op is not None]
+    f_order = [i for i in ops if i in fwd_ids]
+    b_order = [i for i in ops if i not in fwd_ids]
+    persistent = {graph.row_ptr[i] for i in graph.variable_ids}
+    head_slots = [graph.entry_id(h) for h in heads]
+    keep_fwd = persistent | set(head_slots)
+    impl: dict[str, str] = {}
+    train_last = _last_uses(graph, f_order + b_order)
+    fwd_produced = {s for i in f_order for s in range(graph.row_ptr[i], graph.row_ptr[i + 1])}
+    grad_slot = {fwd.nodes[nid].name: (graph.entry_id(e) if e is not None else None)
+                 for nid, e in grads.grads.items()}
+    keep_bwd = persistent | fwd_produced | {s for s in grad_slot.values() if s is not None}
+    shift = {s: p - len(f_order) for s, p in train_last.items()}
+    return Plan(
+        graph=graph, shapes=shapes, dtypes=dtypes,
+        var_slot={graph.nodes[i].name: graph.row_ptr[i] for i in graph.variable_ids},
+        head_slots=head_slots,
+        head_grad_slots=[graph.row_ptr[graph.node_id[id(h)]] if h is not None and
+                         id(h) in graph.node_id else None for h in grads.head_grads],
+        grad_slot=grad_slot,
+        forward_train=_steps(graph, f_order, device, keep_fwd, train_last, impl),
+        forward_infer=_steps(graph, f_order, device, keep_fwd, _last_uses(graph, f_order), impl),
+        backward=_steps(graph, b_order, device, keep_bwd, shift, impl),
+        memory=plan_memory(graph, f_order + b_order, shapes, dtypes, keep_fwd),
+        impl=impl)
+
+
+def _nbytes(shape: tuple, dtype: str) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n * NAME_TO_TORCH[dtype].itemsize
+
+
+def plan_memory(graph: IndexedGraph, order: list[int], shapes, dtypes,
+                persistent: set[int]) -> MemoryPlan:
+    """Greedy best-fit storage assignment over value lifetimes (in place where ops allow)."""
+    mem = MemoryPlan()
+    last = _last_uses(graph, order)
+    free: list[int] = []  # block ids available for reuse
+    for pos, nid in enumerate(order):
+        node = graph.nodes[nid]
+        ins = graph.input_entries(nid)
+        dying = [s for s in ins if s not in persistent and last.get(s) == pos and s in mem.block_of]
+        inplace = dict(getattr(node.op, "inplace", ()) or ())
+        for k in range(node.num_outputs):
+            slot = graph.row_ptr[nid] + k
+            size = _nbytes(shapes[slot], dtypes[slot])
+            mem.naive_bytes += size
+            src = inplace.get(k)
+            if src is not None and src < len(ins) and ins[src] in dying and \
+                    mem.block_bytes[mem.block_of[ins[src]]] >= size:
+                mem.block_of[slot] = mem.block_of[ins[src]]
+                dying.remove(ins[src])
+                continue
+            mem.block_of[slot] = _take_block(mem, free, size)
+        for s in dying:
+            free.append(mem.block_of[s])
+        for k in range(node.num_outputs):  # outputs nobody reads die at once
+            slot = graph.row_ptr[nid] + k
+            if last.get(slot) == pos and slot not in dying:
+                free.append(mem.block_of[slot])
+    mem.planned_bytes = sum(mem.block_bytes)
+    return mem
+
+
+def _take_block(mem: MemoryPlan, free: list[int], size: int) -> int:
+    fits = [b for b in free if mem.block_bytes[b] >= size]
+    if fits:
+        best = min(fits, key=lambda b: mem.block_bytes[b])
+    elif free:  # grow the largest free block rather than opening a new one
+        best = max(free, key=lambda b: mem.block_bytes[b])
+        mem.block_bytes[best] = size
+    else:
+        mem.block_bytes.append(size)
+        return len(mem.block_bytes) - 1
+    free.remove(best)
+    return best

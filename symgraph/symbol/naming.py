@@ -1,0 +1,106 @@
+"""Automatic naming (``mx.name.NameManager``, ``Prefix``) and attribute scopes (``mx.AttrScope``)."""
+from __future__ import annotations
+
+import threading
+
+from ..base import AttrError
+
+_local = threading.local()
+
+
+class NameManager:
+    """Gives unnamed symbols names ``<hint><count>`` (``fullyconnected0``, ``fullyconnected1``).
+
+    >>> with NameManager():
+    ...     NameManager.current.get(None, 'fullyconnected'), NameManager.current.get(None, 'fullyconnected')
+    ('fullyconnected0', 'fullyconnected1')
+    """
+
+    def __init__(self):
+        self._counter: dict[str, int] = {}
+        self._old_manager: NameManager | None = None
+
+    def get(self, name: str | None, hint: str) -> str:
+        """The given name, or a new ``hint`` + counter name."""
+        if name:
+            return name
+        count = self._counter.get(hint, 0)
+        self._counter[hint] = count + 1
+        return f"{hint}{count}"
+
+    def __enter__(self) -> NameManager:
+        self._old_manager = NameManager.current
+        _local.name_manager = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _local.name_manager = self._old_manager
+
+    class _Current:
+        def __get__(self, obj, cls) -> NameManager:
+            manager = getattr(_local, "name_manager", None)
+            if manager is None:
+                manager = _local.name_manager = NameManager()
+            return manager
+
+    current = _Current()
+
+
+class Prefix(NameManager):
+    """A name manager that prepends ``prefix`` to every name, given or generated.
+
+    >>> with Prefix('net_'):
+    ...     Prefix.current.get(None, 'conv'), Prefix.current.get('fc', 'fullyconnected')
+    ('net_conv0', 'net_fc')
+    """
+
+    def __init__(self, prefix: str):
+        super().__init__()
+        self._prefix = prefix
+
+    def get(self, name: str | None, hint: str) -> str:
+        return self._prefix + super().get(name, hint)
+
+
+class AttrScope:
+    """Attributes attached to every symbol created inside ``with AttrScope(...)``.
+
+    >>> with AttrScope(ctx_group='dev1'):
+    ...     AttrScope.current.get({'lr_mult': '0.1'})
+    {'ctx_group': 'dev1', 'lr_mult': '0.1'}
+    """
+
+    def __init__(self, **kwargs: str):
+        for key, value in kwargs.items():
+            if not isinstance(value, str):
+                raise AttrError(f"Attributes need to be string, got {key}={value!r}")
+        self._attr = kwargs
+        self._old_scope: AttrScope | None = None
+
+    def get(self, attr: dict[str, str] | None) -> dict[str, str]:
+        """Scope attributes updated by ``attr``."""
+        if not self._attr:
+            return dict(attr or {})
+        merged = dict(self._attr)
+        merged.update(attr or {})
+        return merged
+
+    def __enter__(self) -> AttrScope:
+        self._old_scope = AttrScope.current
+        merged = dict(self._old_scope._attr)
+        merged.update(self._attr)
+        self._attr = merged
+        _local.attr_scope = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _local.attr_scope = self._old_scope
+
+    class _Current:
+        def __get__(self, obj, cls) -> AttrScope:
+            scope = getattr(_local, "attr_scope", None)
+            if scope is None:
+                scope = _local.attr_scope = AttrScope()
+            return scope
+
+    current = _Current()

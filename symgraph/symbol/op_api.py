@@ -1,0 +1,135 @@
+"""Creating operator nodes, and the public ``sym.X`` functions built from the op registry.
+
+Each function is made by a plain loop over :data:`~symgraph.ops.base.OPS` (no ``exec``)
+with a real ``inspect.Signature`` and a numpydoc docstring assembled from the OpDef.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+from ..attrs import to_attr_string
+from ..base import AttrError, GraphError
+from ..graph import Node
+from ..ops.base import OPS, OpDef, canonical_ops, get_op
+from .naming import AttrScope, NameManager
+from .symbol import Symbol
+
+
+def _split_kwargs(op: OpDef, kwargs: dict) -> tuple[dict, dict]:
+    """Separate symbol inputs from attribute values (stringified the way MXNet's frontend does)."""
+    inputs, attrs = {}, {}
+    for key, value in kwargs.items():
+        if isinstance(value, Symbol):
+            inputs[key] = value
+        elif value is None and key not in {p.name for p in op.params}:
+            continue  # an input left out on purpose (weight=None)
+        else:
+            attrs[key] = to_attr_string(value)
+    return inputs, attrs
+
+
+def _single(value: Symbol, where: str, slot: str):
+    if len(value) != 1:
+        raise GraphError(f"Error in {where}: input '{slot}' is a group of {len(value)} outputs; "
+                         "compose with a single-output symbol (use sym[i])")
+    return value._outputs[0]
+
+
+def invoke(called: str, args: list, kwargs: dict, name: str | None = None,
+           attr: dict | None = None) -> Symbol:
+    """Create the node for op ``called`` (a name or alias) and return its outputs as a Symbol."""
+    op = get_op(called)
+    sym_kwargs, attrs = _split_kwargs(op, kwargs)
+    positional = [a for a in args if a is not None]
+    if any(not isinstance(a, Symbol) for a in positional):
+        bad = next(a for a in positional if not isinstance(a, Symbol))
+        raise TypeError(f"{called}: positional inputs must be Symbols, got {type(bad).__name__}")
+    if op.key_var_num_args and op.key_var_num_args not in attrs:
+        attrs[op.key_var_num_args] = str(len(positional) + len(sym_kwargs))
+    name = NameManager.current.get(name, called.lower())
+    node = Node(op, name, {**AttrScope.current.get(attr), **attrs})
+    p = node.params  # parse now: bad attributes fail at creation, as in MXNet
+    slots = op.input_names(p) + op.aux_names(p)
+    node.inputs = _wire_inputs(node, slots, positional, sym_kwargs)
+    return Symbol([(node, i) for i in range(node.num_visible_outputs)])
+
+
+def _wire_inputs(node: Node, slots: list[str], positional: list, keyword: dict) -> list:
+    if len(positional) > len(slots):
+        raise GraphError(f"Error in {node.where}: {len(positional)} positional inputs given, "
+                         f"the op takes {slots}")
+    given = dict(zip(slots, positional))
+    for key, value in keyword.items():
+        if key not in slots:
+            raise AttrError(f"Error in {node.where}: unexpected input '{key}'; inputs are {slots}")
+        if key in given:
+            raise GraphError(f"Error in {node.where}: input '{key}' given twice")
+        given[key] = value
+    entries = []
+    for slot in slots:
+        if slot in given:
+            entries.append(_single(given[slot], node.where, slot))
+        else:  # MXNet creates the missing input as a variable carrying the op's attributes
+            entries.append((Node(None, f"{node.name}_{slot}", dict(node.attrs)), 0))
+    return entries
+
+
+def _docstring(called: str, op: OpDef) -> str:
+    lines = [op.doc.strip() or f"The {op.name} operator.", "", "Parameters", "----------"]
+    p = op.params
+    if not op.key_var_num_args:
+        for slot in _static_slots(op):
+            lines += [f"{slot} : Symbol", "    Input (created as a variable when omitted)."]
+    else:
+        lines += ["*args : Symbol", "    Variadic inputs."]
+    for param in p:
+        lines += [f"{param.name} : {param.kind}, "
+                  f"{'required' if param.required else f'default={param.default!r}'}"]
+        if param.doc or param.choices:
+            lines += [f"    {param.doc} {'one of ' + str(list(param.choices)) if param.choices else ''}"
+                      .rstrip()]
+    lines += ["name : str, optional", "    Node name (generated when omitted).",
+              "attr : dict, optional", "    Extra attributes.", "", "Returns", "-------",
+              "Symbol"]
+    return "\n".join(lines)
+
+
+def _static_slots(op: OpDef) -> list[str]:
+    if callable(op.inputs):
+        return []
+    return list(op.inputs) + ([] if callable(op.aux) else list(op.aux))
+
+
+def _signature(op: OpDef) -> inspect.Signature:
+    P = inspect.Parameter
+    params = []
+    if op.key_var_num_args:
+        params.append(P("args", P.VAR_POSITIONAL))
+    else:
+        params += [P(s, P.POSITIONAL_OR_KEYWORD, default=None) for s in _static_slots(op)]
+    kw = P.KEYWORD_ONLY if params and params[0].kind == P.VAR_POSITIONAL else P.POSITIONAL_OR_KEYWORD
+    for param in op.params:
+        if param.name not in {q.name for q in params}:
+            params.append(P(param.name, kw if kw == P.KEYWORD_ONLY else P.KEYWORD_ONLY,
+                            default=None if param.required else param.default))
+    params += [P("name", P.KEYWORD_ONLY, default=None), P("attr", P.KEYWORD_ONLY, default=None),
+               P("kwargs", P.VAR_KEYWORD)]
+    return inspect.Signature(params)
+
+
+def make_function(called: str, op: OpDef) -> Callable[..., Symbol]:
+    """The public function ``sym.<called>``."""
+    def creator(*args, name=None, attr=None, **kwargs):
+        return invoke(called, list(args), kwargs, name=name, attr=attr)
+
+    creator.__name__ = creator.__qualname__ = called
+    creator.__doc__ = _docstring(called, op)
+    creator.__signature__ = _signature(op)
+    return creator
+
+
+def public_functions() -> dict[str, Callable[..., Symbol]]:
+    """``{name: function}`` for every registered name and alias of a non-hidden op."""
+    canonical_ops()  # registry is filled at import of symgraph.ops
+    return {called: make_function(called, op) for called, op in OPS.items()}

@@ -1,0 +1,404 @@
+"""The :class:`Symbol`: a list of output entries of a graph of :class:`~symgraph.graph.Node`."""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from numbers import Number
+
+from ..attrs import to_attr_string
+from ..base import AttrError, GraphError, MXNetError, ShapeError, dtype_name
+from ..graph import Entry, IndexedGraph, Node
+from ..infer import head_values, infer_shapes, infer_types, variable_values
+from ..ops.base import known
+
+
+class Symbol:
+    """A symbolic expression: one or more outputs of a computation graph.
+
+    >>> import symgraph as mx
+    >>> data = mx.sym.Variable('data')
+    >>> fc = mx.sym.FullyConnected(data, num_hidden=10, name='fc1')
+    >>> fc.list_arguments()
+    ['data', 'fc1_weight', 'fc1_bias']
+    >>> fc.infer_shape(data=(4, 3))[0]
+    [(4, 3), (10, 3), (10,)]
+    """
+
+    __slots__ = ("_outputs", "__weakref__")
+    __hash__ = object.__hash__
+
+    def __init__(self, outputs: Sequence[Entry]):
+        self._outputs: list[Entry] = list(outputs)
+
+    # ------------------------------------------------------------ structure
+    def _graph(self) -> IndexedGraph:
+        return IndexedGraph(self._outputs)
+
+    @property
+    def name(self) -> str | None:
+        """The name of a single-output symbol (``None`` for a group)."""
+        if len(self._outputs) != 1:
+            return None
+        return self._outputs[0][0].name
+
+    def list_arguments(self) -> list[str]:
+        """Names of the arguments (inputs that are not auxiliary states), in DFS order."""
+        ig = self._graph()
+        return [ig.nodes[i].name for i in ig.argument_ids]
+
+    def list_auxiliary_states(self) -> list[str]:
+        """Names of the auxiliary states (e.g. BatchNorm's ``moving_mean``)."""
+        ig = self._graph()
+        return [ig.nodes[i].name for i in ig.aux_state_ids]
+
+    def list_inputs(self) -> list[str]:
+        """Names of all variables: arguments and auxiliary states, in DFS order."""
+        ig = self._graph()
+        return [ig.nodes[i].name for i in ig.variable_ids]
+
+    def list_outputs(self) -> list[str]:
+        """Output names: ``<node>_<output>`` for ops, the variable name for variables."""
+        return [node.output_name(i) for node, i in self._outputs]
+
+    def get_internals(self) -> Symbol:
+        """A group of every output of every node, in DFS order."""
+        ig = self._graph()
+        return Symbol([(n, i) for n in ig.nodes for i in range(n.num_visible_outputs)])
+
+    def get_children(self) -> Symbol | None:
+        """The inputs of this symbol's head node as a group (``None`` for a variable)."""
+        node = self._outputs[0][0]
+        if not node.inputs:
+            return None
+        return Symbol(node.inputs)
+
+    def __len__(self) -> int:
+        return len(self._outputs)
+
+    def __iter__(self):
+        return (Symbol([e]) for e in self._outputs)
+
+    def __getitem__(self, index) -> Symbol:
+        if isinstance(index, str):
+            names = self.list_outputs()
+            matches = [i for i, n in enumerate(names) if n == index]
+            if not matches:
+                raise ValueError(f"There is no output named {index!r}; outputs: {names}")
+            if len(matches) > 1:
+                raise ValueError(f"There are multiple outputs with name {index!r}")
+            index = matches[0]
+        if isinstance(index, slice):
+            return Symbol(self._outputs[index])
+        if not isinstance(index, int):
+            raise TypeError(f"Symbol index must be int, str or slice, got {type(index).__name__}")
+        if not -len(self._outputs) <= index < len(self._outputs):
+            raise IndexError(f"Symbol index {index} out of range for {len(self._outputs)} outputs")
+        return Symbol([self._outputs[index]])
+
+    def __repr__(self) -> str:
+        if len(self._outputs) == 1:
+            return f"<Symbol {self.name}>"
+        return f"<Symbol group [{', '.join(n.name for n, _ in self._outputs)}]>"
+
+    def __copy__(self) -> Symbol:
+        return Symbol(self._outputs)
+
+    def __deepcopy__(self, memo) -> Symbol:
+        return Symbol([(copy_graph(self._outputs, {})[id(n)], i) for n, i in self._outputs])
+
+    def __bool__(self) -> bool:
+        raise NotImplementedError("The truth value of a Symbol is ambiguous")
+
+    # ------------------------------------------------------------ attributes
+    def attr(self, key: str) -> str | None:
+        """An attribute of this (single-output) symbol's node, or ``None``."""
+        return self._outputs[0][0].attrs.get(key)
+
+    def list_attr(self, recursive: bool = False) -> dict[str, str]:
+        """Attributes of the head node (``recursive`` lists every node's as ``name$key``)."""
+        if recursive:
+            return {f"{n.name}${k}": v for n in self._graph().nodes for k, v in n.attrs.items()}
+        return dict(self._outputs[0][0].attrs)
+
+    def attr_dict(self) -> dict[str, dict[str, str]]:
+        """Attributes of every node that has any, by node name."""
+        return {n.name: dict(n.attrs) for n in self._graph().nodes if n.attrs}
+
+    def _set_attr(self, **kwargs: str) -> None:
+        for key, value in kwargs.items():
+            if not isinstance(value, str):
+                raise AttrError(f"Set attr only accepts string values, got {key}={value!r}")
+            node = self._outputs[0][0]
+            node.attrs[key] = value
+            node._params = None
+
+    # ------------------------------------------------------------ composition
+    def __call__(self, *args, **kwargs) -> Symbol:
+        """Compose: substitute this symbol's arguments by other symbols.
+
+        >>> import symgraph as mx
+        >>> net = mx.sym.FullyConnected(mx.sym.Variable('x'), num_hidden=2, name='fc')
+        >>> net(x=mx.sym.Variable('y')).list_arguments()
+        ['y', 'fc_weight', 'fc_bias']
+        """
+        kwargs.pop("name", None)
+        if args and kwargs:
+            raise TypeError("compose only accept input Symbols either as positional or "
+                            "keyword arguments, not both")
+        names = self.list_arguments()
+        if len(args) > len(names):
+            raise TypeError(f"Too many positional arguments: {len(args)} for {names}")
+        subs = dict(zip(names, args)) if args else kwargs
+        for key, value in subs.items():
+            if key not in names:
+                raise MXNetError(f"Keyword argument name {key} not found. Candidate "
+                                 f"arguments: {names}")
+            if not isinstance(value, Symbol) or len(value) != 1:
+                raise TypeError(f"Compose expects single-output Symbols, got {key}={value!r}")
+        return Symbol(_substitute(self._outputs, {k: v._outputs[0] for k, v in subs.items()}))
+
+    # ------------------------------------------------------------ inference
+    def _initial(self, ig: IndexedGraph, args, kwargs, attr_key: str, convert):
+        names = [ig.nodes[i].name for i in ig.argument_ids]
+        if args and kwargs:
+            raise ValueError("Can only specify known argument shapes either by positional or "
+                             "kwargs way.")
+        given = dict(zip(names, args)) if args else dict(kwargs)
+        by_name = {ig.nodes[i].name: i for i in ig.variable_ids}
+        initial = {}
+        for i in ig.variable_ids:
+            hint = ig.nodes[i].attrs.get(attr_key)
+            if hint is not None:
+                initial[i] = convert(hint)
+        for key, value in given.items():
+            if value is None:
+                continue
+            if key not in by_name:
+                raise MXNetError(f"infer: {key!r} is not an input of the symbol; inputs: "
+                                 f"{list(by_name)}")
+            initial[by_name[key]] = convert(value)
+        return initial
+
+    def infer_shape(self, *args, **kwargs):
+        """Infer argument, output and aux shapes from some known argument shapes.
+
+        Returns ``(arg_shapes, out_shapes, aux_shapes)``, or ``(None, None, None)`` with a
+        warning when the given shapes do not determine every shape (as MXNet 1.x).
+        """
+        arg, out, aux = self._infer_shape(args, kwargs)
+        unknown = [(n, s) for n, s in zip(self.list_arguments(), arg) if not known(s)]
+        if unknown or not all(known(s) for s in out + aux):
+            listing = "\n".join(f"\t{n}: {s}" for n, s in unknown)
+            warnings.warn("Cannot decide shape for the following arguments (0s in shape means "
+                          f"unknown dimensions). Consider providing them as input:\n{listing}",
+                          stacklevel=2)
+            return None, None, None
+        return arg, out, aux
+
+    def infer_shape_partial(self, *args, **kwargs):
+        """Like :meth:`infer_shape` but returns what is known (``()`` for unknown shapes)."""
+        return self._infer_shape(args, kwargs)
+
+    def _infer_shape(self, args, kwargs):
+        ig = self._graph()
+        initial = self._initial(ig, args, kwargs, "__shape__", _as_shape)
+        values = infer_shapes(ig, initial)
+        return (variable_values(ig, values, ig.argument_ids), head_values(ig, values),
+                variable_values(ig, values, ig.aux_state_ids))
+
+    def infer_type(self, *args, **kwargs):
+        """Infer argument, output and aux dtypes (numpy types) from some known dtypes."""
+        ig = self._graph()
+        initial = self._initial(ig, args, kwargs, "__dtype__", _as_dtype)
+        values = infer_types(ig, initial)
+        groups = (variable_values(ig, values, ig.argument_ids), head_values(ig, values),
+                  variable_values(ig, values, ig.aux_state_ids))
+        if any(t is None for g in groups for t in g):
+            return None, None, None
+        import numpy as np
+        return tuple([np.dtype(t).type for t in g] for g in groups)
+
+    def infer_type_partial(self, *args, **kwargs):
+        """Dtype inference returning ``None`` for the unknown ones."""
+        ig = self._graph()
+        values = infer_types(ig, self._initial(ig, args, kwargs, "__dtype__", _as_dtype))
+        return (variable_values(ig, values, ig.argument_ids), head_values(ig, values),
+                variable_values(ig, values, ig.aux_state_ids))
+
+    # ------------------------------------------------------------ serialisation
+    def tojson(self) -> str:
+        """MXNet 1.x JSON (the ``attrs`` form with ``node_row_ptr`` and ``mxnet_version``)."""
+        from .json_io import to_json
+        return to_json(self)
+
+    def save(self, fname: str, remove_amp_cast: bool = True) -> None:
+        """Write :meth:`tojson` to ``fname`` atomically."""
+        from .json_io import save
+        save(self, fname)
+
+    def debug_str(self) -> str:
+        """A readable listing of the graph: variables, ops, their inputs and attributes."""
+        from .json_io import debug_str
+        return debug_str(self)
+
+    # ------------------------------------------------------------ binding
+    def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None,
+                    group2ctx=None, shared_arg_names=None, shared_exec=None,
+                    shared_buffer=None, **kwargs):
+        """Allocate arrays from inferred shapes and bind an :class:`~symgraph.executor.Executor`."""
+        from ..executor import simple_bind
+        return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
+                           shared_arg_names=shared_arg_names, shared_exec=shared_exec,
+                           shared_buffer=shared_buffer, shapes=kwargs)
+
+    def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None,
+             group2ctx=None, shared_exec=None):
+        """Bind given arrays (lists in argument order, or dicts by name) into an Executor."""
+        from ..executor import bind
+        return bind(self, ctx, args, args_grad=args_grad, grad_req=grad_req,
+                    aux_states=aux_states, shared_exec=shared_exec)
+
+    # ------------------------------------------------------------ arithmetic
+    def _binary(self, other, op: str, scalar_op: str, reverse: bool = False) -> Symbol:
+        from . import op_api
+        if isinstance(other, Symbol):
+            a, b = (other, self) if reverse else (self, other)
+            return op_api.invoke(op, [a, b], {})
+        if isinstance(other, Number):
+            return op_api.invoke(scalar_op, [self], {"scalar": other})
+        raise TypeError(f"type {type(other).__name__} not supported")
+
+    def __add__(self, o): return self._binary(o, "_Plus", "_PlusScalar")
+    def __radd__(self, o): return self._binary(o, "_Plus", "_PlusScalar", True)
+    def __sub__(self, o): return self._binary(o, "_Minus", "_MinusScalar")
+    def __rsub__(self, o): return self._binary(o, "_Minus", "_RMinusScalar", True)
+    def __mul__(self, o): return self._binary(o, "_Mul", "_MulScalar")
+    def __rmul__(self, o): return self._binary(o, "_Mul", "_MulScalar", True)
+    def __truediv__(self, o): return self._binary(o, "_Div", "_DivScalar")
+    def __rtruediv__(self, o): return self._binary(o, "_Div", "_RDivScalar", True)
+    def __mod__(self, o): return self._binary(o, "_Mod", "_ModScalar")
+    def __rmod__(self, o): return self._binary(o, "_Mod", "_RModScalar", True)
+    def __pow__(self, o): return self._binary(o, "_Power", "_PowerScalar")
+    def __rpow__(self, o): return self._binary(o, "_Power", "_RPowerScalar", True)
+    def __eq__(self, o): return self._binary(o, "_equal", "_equal_scalar")  # noqa: E704
+    def __ne__(self, o): return self._binary(o, "_not_equal", "_not_equal_scalar")
+    def __gt__(self, o): return self._binary(o, "_greater", "_greater_scalar")
+    def __ge__(self, o): return self._binary(o, "_greater_equal", "_greater_equal_scalar")
+    def __lt__(self, o): return self._binary(o, "_lesser", "_lesser_scalar")
+    def __le__(self, o): return self._binary(o, "_lesser_equal", "_lesser_equal_scalar")
+    __div__ = __truediv__
+    __rdiv__ = __rtruediv__
+
+    def __neg__(self) -> Symbol:
+        return self.__mul__(-1.0)
+
+    def __abs__(self) -> Symbol:
+        from . import op_api
+        return op_api.invoke("abs", [self], {})
+
+
+def _as_shape(value) -> tuple[int, ...]:
+    if isinstance(value, str):
+        from ..attrs import _parse_tuple
+        return _parse_tuple(value)
+    if not isinstance(value, (tuple, list)):
+        raise ShapeError(f"shape must be a tuple, got {value!r}")
+    return tuple(int(d) for d in value)
+
+
+def _as_dtype(value) -> str:
+    from ..base import FLAG_TO_NAME
+    if isinstance(value, str) and value.isdigit():
+        return FLAG_TO_NAME[int(value)]
+    return dtype_name(value)
+
+
+def copy_graph(heads: list[Entry], replace: dict[int, Entry]) -> dict[int, Node]:
+    """Copy every op node reachable from ``heads``; variables in ``replace`` (by id) are swapped."""
+    from ..graph import dfs_post_order
+    mapping: dict[int, Node] = {}
+    entry_map: dict[int, Entry] = dict(replace)
+    for node in dfs_post_order(heads):
+        if id(node) in entry_map:
+            continue
+        if node.op is None:
+            mapping[id(node)] = node
+            entry_map[id(node)] = (node, 0)
+            continue
+        new = Node(node.op, node.name, node.attrs, params=node._params)
+        new.inputs = [_mapped(entry_map, mapping, e) for e in node.inputs]
+        mapping[id(node)] = new
+    return mapping
+
+
+def _mapped(entry_map: dict[int, Entry], mapping: dict[int, Node], entry: Entry) -> Entry:
+    node, index = entry
+    if node.op is None and id(node) in entry_map:
+        return entry_map[id(node)]
+    return (mapping[id(node)], index)
+
+
+def _substitute(heads: list[Entry], by_name: dict[str, Entry]) -> list[Entry]:
+    from ..graph import dfs_post_order
+    replace = {id(n): by_name[n.name] for n in dfs_post_order(heads)
+               if n.op is None and n.name in by_name}
+    mapping = copy_graph(heads, replace)
+    out = []
+    for node, index in heads:
+        out.append(replace[id(node)] if id(node) in replace else (mapping[id(node)], index))
+    return out
+
+
+def Group(symbols: Sequence[Symbol]) -> Symbol:  # noqa: N802 - MXNet's name
+    """Group several symbols into one with all their outputs.
+
+    >>> import symgraph as mx
+    >>> g = mx.sym.Group([mx.sym.Variable('a'), mx.sym.Variable('b')])
+    >>> g.list_outputs()
+    ['a', 'b']
+    """
+    if not symbols or any(not isinstance(s, Symbol) for s in symbols):
+        raise TypeError("Expected a non-empty list of symbols as input")
+    return Symbol([e for s in symbols for e in s._outputs])
+
+
+def Variable(name: str, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None,  # noqa: N802
+             init=None, stype=None, **kwargs) -> Symbol:
+    """Create a symbolic variable.
+
+    >>> import symgraph as mx
+    >>> v = mx.sym.Variable('w', shape=(2, 3), lr_mult=0.5)
+    >>> sorted(v.list_attr().items())
+    [('__lr_mult__', '0.5'), ('__shape__', '(2, 3)')]
+    """
+    from .naming import AttrScope
+    if not isinstance(name, str):
+        raise TypeError("Expect a string for variable `name`")
+    attr = AttrScope.current.get(attr)
+    extra = {"__shape__": shape, "__lr_mult__": lr_mult, "__wd_mult__": wd_mult,
+             "__init__": init if init is None or isinstance(init, str) else init.dumps(),
+             "__storage_type__": stype}
+    if dtype is not None:
+        from ..base import NAME_TO_FLAG
+        extra["__dtype__"] = NAME_TO_FLAG[dtype_name(dtype)]
+    for key, value in kwargs.items():
+        if not (key.startswith("__") and key.endswith("__")):
+            raise ValueError(f"Attribute name={key} is not supported. Additional attributes "
+                             "must start and end with double underscores, e.g, __yourattr__")
+        extra[key] = value
+    attr.update({k: to_attr_string(v) for k, v in extra.items() if v is not None})
+    return Symbol([(Node(None, name, attr), 0)])
+
+
+var = Variable
+
+
+def check_unique_names(ig: IndexedGraph) -> None:
+    """Raise ``GraphError`` when two distinct variables share a name."""
+    seen: dict[str, Node] = {}
+    for i in ig.variable_ids:
+        node = ig.nodes[i]
+        if node.name in seen and seen[node.name] is not node:
+            raise GraphError(f"Duplicate argument name {node.name!r}: two different variables "
+                             "in the graph share it")
+        seen[node.name] = node

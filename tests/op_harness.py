@@ -1,0 +1,75 @@
+"""Table-driven op checks shared by the op tests: bind one op, run it, differentiate it."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import symgraph as mx
+from symgraph.ops.base import Case, OpDef
+from symgraph.symbol.op_api import invoke
+
+
+def op_symbol(op: OpDef, case: Case):
+    """One node of ``op`` with variables ``in0, in1, ...`` for its inputs and aux states."""
+    from symgraph.attrs import parse_params, to_attr_string
+    attrs = {k: to_attr_string(v) for k, v in case.attrs.items()}
+    if op.key_var_num_args and op.key_var_num_args not in attrs:
+        attrs[op.key_var_num_args] = str(len(case.shapes))
+    p = parse_params(op.params, attrs, op.name)
+    slots = op.input_names(p) + op.aux_names(p)
+    assert len(slots) == len(case.shapes), (op.name, slots, case.shapes)
+    inputs = {s: mx.sym.Variable(f"in{i}") for i, s in enumerate(slots)}
+    if op.key_var_num_args:
+        return invoke(op.name, list(inputs.values()), attrs), slots
+    return invoke(op.name, [], {**inputs, **attrs}), slots
+
+
+def draw_inputs(case: Case, dtype=np.float64, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.RandomState(seed)
+    out = []
+    for i, shape in enumerate(case.shapes):
+        if i in case.ints:
+            out.append(rng.randint(0, case.ints[i], size=shape).astype(dtype))
+        else:
+            out.append(rng.uniform(case.low, case.high, size=shape).astype(dtype))
+    return out
+
+
+def bind(op: OpDef, case: Case, values: list[np.ndarray], grad: bool):
+    sym, slots = op_symbol(op, case)
+    names = [f"in{i}" for i in range(len(slots))]
+    args = sym.list_arguments()
+    reqs = {n: ("write" if grad and int(n[2:]) not in case.no_grad_inputs
+                and int(n[2:]) not in case.ints else "null") for n in args}
+    dtype = values[0].dtype if values else np.float64
+    exe = sym.simple_bind(mx.cpu(), grad_req=reqs, type_dict=dict.fromkeys(names, dtype),
+                          **{n: v.shape for n, v in zip(names, values)})
+    for n, v in zip(names, values):
+        target = exe.arg_dict[n] if n in exe.arg_dict else exe.aux_dict[n]
+        target._t.copy_(torch.from_numpy(v))
+    return sym, exe
+
+
+def run_forward(exe, train: bool, seed: int = 0) -> list[np.ndarray]:
+    exe._rt.generator.manual_seed(seed)  # random ops draw the same numbers each call
+    return [o.asnumpy().copy() for o in exe.forward(is_train=train)]
+
+
+def numeric_grads(exe, names: list[str], heads: list[np.ndarray], train: bool,
+                  eps: float = 1e-6) -> dict[str, np.ndarray]:
+    """Central differences of sum(head_i * out_i) with respect to each named argument."""
+    grads = {}
+    for name in names:
+        arr = exe.arg_dict[name]._t
+        flat = arr.view(-1)
+        g = np.zeros(arr.numel())
+        for k in range(arr.numel()):
+            orig = flat[k].item()
+            flat[k] = orig + eps
+            plus = sum((o * h).sum() for o, h in zip(run_forward(exe, train), heads))
+            flat[k] = orig - eps
+            minus = sum((o * h).sum() for o, h in zip(run_forward(exe, train), heads))
+            flat[k] = orig
+            g[k] = (plus - minus) / (2 * eps)
+        grads[name] = g.reshape(tuple(arr.shape))
+    return grads
