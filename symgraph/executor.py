@@ -16,7 +16,7 @@ from .context import Context, current_context
 from .graph import IndexedGraph
 from .ndarray.ndarray import NDArray
 from .ops.base import Runtime, known
-from .plan import Plan, build_plan
+from .plan import Plan, bind_outputs, build_plan
 from .symbol.symbol import Symbol, _as_dtype, _as_shape, check_unique_names
 
 _GRAD_REQS = ("null", "write", "add")
@@ -90,7 +90,7 @@ class Executor:
         self._aux_names = symbol.list_auxiliary_states()
         self._grad_req = grad_req
         self.arg_dict = dict(zip(self._arg_names, args))
-        self.grad_dict = {n: g for n, g in zip(self._arg_names, grads) if g is not None}
+        self.grad_dict = dict(zip(self._arg_names, grads))  # None where grad_req is null
         self.aux_dict = dict(zip(self._aux_names, aux))
         self._output_names = symbol.list_outputs()
         self.outputs = [NDArray(torch.empty(0)) for _ in self._output_names]
@@ -100,14 +100,26 @@ class Executor:
         self._grad_out = self._grad_writers()
         self._rt = Runtime(False, _random.generator(ctx))
         self._monitor: tuple[Callable, bool] | None = None
-        self._forwarded_train = False
+        self._forwarded = False
 
     def _grad_writers(self) -> list:
+        """(slot, grad tensor, add?) for gradients copied after backward.
+
+        A 'write' gradient whose producing step can write into a given tensor
+        (``OpDef.forward_into``) is computed straight into its grad array instead.
+        """
         writers = []
+        direct = {}
         for name, grad in self.grad_dict.items():
             slot = self._plan.grad_slot.get(name)
-            if slot is not None:
+            if slot is None or grad is None:
+                continue
+            if self._grad_req[name] == "write" and slot not in direct:
+                direct[slot] = grad._t
+            else:
                 writers.append((slot, grad._t, self._grad_req[name] == "add"))
+        placed = bind_outputs(self._plan, direct)
+        writers += [(slot, t, False) for slot, t in direct.items() if slot not in placed]
         return writers
 
     @property
@@ -120,14 +132,17 @@ class Executor:
         for name, value in kwargs.items():
             self._copy_in(name, value)
         self._rt.is_train = bool(is_train)
-        steps = self._plan.forward_train if is_train else self._plan.forward_infer
+        # an executor with gradients keeps what backward needs even after an inference
+        # forward (MXNet allows backward then); an inference-only one frees values early
+        steps = self._plan.forward_train if is_train or self._plan.backward else \
+            self._plan.forward_infer
         if self._monitor is None:
             _run(steps, self._values, self._rt)
         else:
             _run_monitored(steps, self._values, self._rt, *self._monitor)
         for arr, slot in zip(self.outputs, self._plan.head_slots):
             arr._t = self._values[slot]
-        self._forwarded_train = bool(is_train)
+        self._forwarded = True
         return self.outputs
 
     def _copy_in(self, name: str, value) -> None:
@@ -142,8 +157,8 @@ class Executor:
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
         """Run the backward pass and write (or add) gradients into ``grad_arrays``."""
-        if not self._forwarded_train:
-            raise MXNetError("backward() needs a forward(is_train=True) first")
+        if not self._forwarded:
+            raise MXNetError("backward() needs a forward() first")
         self._feed_head_grads(out_grads)
         if self._monitor is None:
             _run(self._plan.backward, self._values, self._rt)
@@ -167,8 +182,9 @@ class Executor:
                 continue
             head = self._values[self._plan.head_slots[i]]
             if out_grads is None or out_grads[i] is None:
-                self._values[slot] = torch.ones_like(head)
-                continue
+                raise MXNetError(
+                    f"Because the last operator is not Loss function, head_gradient is required "
+                    f"when calling backward (output {self._output_names[i]} has no out_grad)")
             g = out_grads[i]
             g = g._t if isinstance(g, NDArray) else torch.as_tensor(np.asarray(g))
             if tuple(g.shape) != tuple(head.shape):
@@ -286,7 +302,8 @@ def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict
             args.append(_shared_array(n, all_shapes[n], all_types[n], shared_buffer, ctx))
     gdonor = shared_exec.grad_dict if shared_exec is not None else {}
     grads = [None if reqs[n] == "null" else
-             (gdonor[n] if n in shared_names and n in gdonor and gdonor[n].shape == all_shapes[n]
+             (gdonor[n] if n in shared_names and gdonor.get(n) is not None
+              and gdonor[n].shape == all_shapes[n]
               else _alloc(all_shapes[n], all_types[n], ctx)) for n in arg_names]
     adonor = shared_exec.aux_dict if shared_exec is not None else {}
     aux = [adonor[n] if n in adonor and adonor[n].shape == all_shapes[n]

@@ -67,7 +67,7 @@ def test_gradient_matches_finite_differences(op, case):
     exe._rt.generator.manual_seed(0)
     run_forward(exe, case.train)
     exe.backward([NDArray(torch.from_numpy(h)) for h in heads])
-    names = sorted(exe.grad_dict)
+    names = sorted(n for n, g in exe.grad_dict.items() if g is not None)
     assert names, "case has no differentiable input"
     analytic = {n: exe.grad_dict[n].asnumpy().copy() for n in names}
     numeric = numeric_grads(exe, names, heads, case.train)

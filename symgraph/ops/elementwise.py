@@ -25,7 +25,8 @@ def _keep_dtype(fn):
 
 
 def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: float = 1.0,
-          aliases: tuple[str, ...] = (), doc: str = "", fd: bool = True) -> OpDef:
+          aliases: tuple[str, ...] = (), doc: str = "", fd: bool = True,
+          hidden: bool = False) -> OpDef:
     """Register a one-input elementwise op; ``grad(g, x, y, dy)`` returns dx.
 
     ``fd=False`` marks ops whose gradient is zero by definition, not by calculus.
@@ -37,7 +38,7 @@ def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: fl
             return [grad(g, ins[0], outs[0], ograds[0])]
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (ref(ins[0]),), infer_shape=unary_shape,
-        gradient=gradient, aliases=aliases, cases=cases, kernel=None,
+        gradient=gradient, aliases=aliases, cases=cases, hidden=hidden,
         doc=doc or f"Elementwise ``{name}``. Triton expression: ``{expr}``."))
 
 
@@ -53,14 +54,10 @@ def _scalar(g, op, x, s):
     return g.op(op, x, scalar=s)
 
 
-unary("relu", torch.relu, lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_greater_scalar", x, 0.0)),
-      "max(x, 0)")
-unary("sigmoid", torch.sigmoid,
-      lambda g, x, y, dy: _mul(g, dy, _mul(g, y, _scalar(g, "_rminus_scalar", y, 1.0))),
+unary("relu", torch.relu, lambda g, x, y, dy: g.op("_backward_relu", dy, y), "max(x, 0)")
+unary("sigmoid", torch.sigmoid, lambda g, x, y, dy: g.op("_backward_sigmoid", dy, y),
       "1 / (1 + exp(-x))")
-unary("tanh", torch.tanh,
-      lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_rminus_scalar", g.op("square", y), 1.0)),
-      "tanh(x)")
+unary("tanh", torch.tanh, lambda g, x, y, dy: g.op("_backward_tanh", dy, y), "tanh(x)")
 unary("exp", torch.exp, lambda g, x, y, dy: _mul(g, dy, y), "exp(x)")
 unary("log", torch.log, lambda g, x, y, dy: g.op("elemwise_div", dy, x), "log(x)",
       low=0.5, high=2.0)
@@ -95,7 +92,43 @@ unary("softsign", lambda x: x / (1 + x.abs()),
           g, "_plus_scalar", g.op("abs", x), 1.0))), "x / (1 + abs(x))")
 unary("floor", torch.floor, _zero_grad, "floor(x)")
 unary("ceil", torch.ceil, _zero_grad, "ceil(x)")
-unary("round", torch.round, _zero_grad, "round(x)")
+unary("round", lambda x: torch.sign(x) * torch.floor(torch.abs(x) + 0.5), _zero_grad,
+      "round half away from zero", fd=False)
+unary("rint", lambda x: torch.where(x - torch.floor(x) <= 0.5, torch.floor(x), torch.ceil(x)),
+      _zero_grad, "x - floor(x) <= 0.5 ? floor(x) : ceil(x)", fd=False)
+unary("fix", torch.trunc, _zero_grad, "round toward zero", fd=False)
+unary("trunc", torch.trunc, _zero_grad, "trunc(x)", fd=False)
+unary("cbrt", lambda x: torch.sign(x) * torch.abs(x).pow(1.0 / 3.0),
+      lambda g, x, y, dy: g.op("elemwise_div", dy, _scalar(g, "_mul_scalar", g.op("square", y),
+                                                           3.0)), "cbrt(x)", low=0.5, high=2.0)
+unary("log2", torch.log2, lambda g, x, y, dy: g.op("elemwise_div", dy, _scalar(
+    g, "_mul_scalar", x, math.log(2.0))), "log2(x)", low=0.5, high=2.0)
+unary("log10", torch.log10, lambda g, x, y, dy: g.op("elemwise_div", dy, _scalar(
+    g, "_mul_scalar", x, math.log(10.0))), "log10(x)", low=0.5, high=2.0)
+unary("tan", torch.tan, lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_plus_scalar", g.op(
+    "square", y), 1.0)), "tan(x)")
+unary("arcsin", torch.asin, lambda g, x, y, dy: _mul(g, dy, g.op("rsqrt", _scalar(
+    g, "_rminus_scalar", g.op("square", x), 1.0))), "asin(x)", low=-0.8, high=0.8)
+unary("arccos", torch.acos, lambda g, x, y, dy: g.op("negative", _mul(g, dy, g.op("rsqrt", _scalar(
+    g, "_rminus_scalar", g.op("square", x), 1.0)))), "acos(x)", low=-0.8, high=0.8)
+unary("arctan", torch.atan, lambda g, x, y, dy: g.op("elemwise_div", dy, _scalar(
+    g, "_plus_scalar", g.op("square", x), 1.0)), "atan(x)")
+unary("sinh", torch.sinh, lambda g, x, y, dy: _mul(g, dy, g.op("cosh", x)), "sinh(x)")
+unary("cosh", torch.cosh, lambda g, x, y, dy: _mul(g, dy, g.op("sinh", x)), "cosh(x)")
+unary("arcsinh", torch.asinh, lambda g, x, y, dy: _mul(g, dy, g.op("rsqrt", _scalar(
+    g, "_plus_scalar", g.op("square", x), 1.0))), "asinh(x)")
+unary("arccosh", torch.acosh, lambda g, x, y, dy: _mul(g, dy, g.op("rsqrt", _scalar(
+    g, "_minus_scalar", g.op("square", x), 1.0))), "acosh(x)", low=1.5, high=3.0)
+unary("arctanh", torch.atanh, lambda g, x, y, dy: g.op("elemwise_div", dy, _scalar(
+    g, "_rminus_scalar", g.op("square", x), 1.0)), "atanh(x)", low=-0.8, high=0.8)
+unary("degrees", torch.rad2deg, lambda g, x, y, dy: _scalar(g, "_mul_scalar", dy,
+                                                            180.0 / math.pi), "x * 180 / pi")
+unary("radians", torch.deg2rad, lambda g, x, y, dy: _scalar(g, "_mul_scalar", dy,
+                                                            math.pi / 180.0), "x * pi / 180")
+unary("gammaln", torch.lgamma, lambda g, x, y, dy: _mul(g, dy, g.op("_digamma", x)),
+      "lgamma(x)", low=0.5, high=3.0)
+unary("_digamma", torch.digamma, None, "digamma(x)", low=0.5, high=3.0, hidden=True)
+unary("logical_not", lambda x: torch.logical_not(x).to(x.dtype), _zero_grad, "!x", fd=False)
 unary("zeros_like", torch.zeros_like, _zero_grad, "0")
 unary("ones_like", torch.ones_like, _zero_grad, "1")
 unary("_copy", torch.clone, lambda g, x, y, dy: dy, "x", aliases=("identity",))
@@ -225,3 +258,31 @@ for _name, _fn, _alias in [
         ("_lesser_equal_scalar", torch.le, "_LesserEqualScalar")]:
     scalar(_name, _cmp(_fn), lambda g, x, y, dy, s: g.op("zeros_like", x), f"{_name}(x, s)",
            (_alias,))
+
+
+# ------------------------------------------------------------------ activation gradients
+# One pass each on the torch path; on the Triton path their expressions fuse like any other.
+
+def _activation_backward(name: str, ref, expr: str, grad) -> OpDef:
+    return register(OpDef(
+        name=name, inputs=("ograd", "output"), hidden=True, infer_shape=elemwise_shape,
+        forward=lambda p, ins, aux, rt: (ref(ins[0], ins[1]),),
+        gradient=lambda g, p, ins, outs, og: list(grad(g, ins[0], ins[1], og[0])),
+        cases=(Case(((3, 5), (3, 5)), low=0.1, high=0.9),),
+        doc=f"Gradient of an activation from its output ``y``: ``{expr}``."))
+
+
+_activation_backward(
+    "_backward_relu", lambda dy, y: torch.ops.aten.threshold_backward(dy, y, 0),
+    "dy * (y > 0)",
+    lambda g, dy, y, dz: (g.op("_backward_relu", dz, y), g.op("zeros_like", y)))
+_activation_backward(
+    "_backward_sigmoid", torch.ops.aten.sigmoid_backward, "dy * y * (1 - y)",
+    lambda g, dy, y, dz: (g.op("_backward_sigmoid", dz, y),
+                          _mul(g, _mul(g, dz, dy), _scalar(g, "_rminus_scalar",
+                                                             _scalar(g, "_mul_scalar", y, 2.0),
+                                                             1.0))))
+_activation_backward(
+    "_backward_tanh", torch.ops.aten.tanh_backward, "dy * (1 - y * y)",
+    lambda g, dy, y, dz: (g.op("_backward_tanh", dz, y),
+                          _scalar(g, "_mul_scalar", _mul(g, _mul(g, dz, dy), y), -2.0)))

@@ -39,6 +39,15 @@ def _dot_forward(p, ins, aux, rt):
     return (out.reshape(1) if out.dim() == 0 else out,)
 
 
+def _dot_into(p, ins, aux, rt, out):
+    a = _t(ins[0]) if p.transpose_a else ins[0]
+    b = _t(ins[1]) if p.transpose_b else ins[1]
+    if a.dim() == 2 and b.dim() == 2:
+        torch.mm(a, b, out=out)
+    else:
+        out.copy_(_dot_forward(p, ins, aux, rt)[0])
+
+
 def _dot_grad(g, p, ins, outs, og):
     return g.multi("_backward_dot", og[0], ins[0], ins[1], transpose_a=p.transpose_a,
                    transpose_b=p.transpose_b)
@@ -66,7 +75,7 @@ register(OpDef(
 
 register(OpDef(
     name="dot", params=_PARAMS, inputs=("lhs", "rhs"), infer_shape=_dot_shape,
-    forward=_dot_forward, gradient=_dot_grad,
+    forward=_dot_forward, gradient=_dot_grad, forward_into=_dot_into,
     cases=(Case(((3, 4), (4, 5))), Case(((4, 3), (4, 5)), {"transpose_a": True}),
            Case(((3, 4), (5, 4)), {"transpose_b": True}),
            Case(((4, 3), (5, 4)), {"transpose_a": True, "transpose_b": True}),

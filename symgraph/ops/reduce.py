@@ -99,15 +99,34 @@ _CASES = (Case(((3, 4, 5),), {}), Case(((3, 4, 5),), {"axis": 1}),
           Case(((3, 4, 5),), {"axis": 1, "exclude": True}))
 
 
-def _reduction(name, fn, grad, aliases=(), low=-1.0, high=1.0):
+def _sum_into(p, ins, aux, rt, out):
+    x = ins[0]
+    axes = reduce_axes(p, x.dim())
+    if not axes:
+        out.copy_(x)
+    else:
+        torch.sum(x, dim=axes, keepdim=p.keepdims, out=out.view(_torch_reduced(p, x)))
+
+
+def _torch_reduced(p, x) -> tuple:
+    """The shape torch gives a reduction (no MXNet (1,) for full reductions)."""
+    axes = reduce_axes(p, x.dim())
+    if p.keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+
+
+def _reduction(name, fn, grad, aliases=(), low=-1.0, high=1.0, into=None):
     cases = tuple(Case(c.shapes, c.attrs, low=low, high=high) for c in _CASES)
     register(OpDef(name=name, params=_PARAMS, infer_shape=_shape, gradient=grad,
+                   forward_into=into,
                    aliases=aliases, cases=cases,
                    forward=lambda p, ins, aux, rt: (_apply(fn, p, ins[0]),),
                    doc=f"``{name}`` over the given axes (MXNet 1.x reduce semantics)."))
 
 
-_reduction("sum", lambda x, a, k: torch.sum(x, dim=a, keepdim=k), _sum_grad, ("sum_axis",))
+_reduction("sum", lambda x, a, k: torch.sum(x, dim=a, keepdim=k), _sum_grad, ("sum_axis",),
+           into=_sum_into)
 _reduction("mean", lambda x, a, k: torch.mean(x, dim=a, keepdim=k), _mean_grad)
 _reduction("max", _amax, _extreme_grad, ("max_axis",))
 _reduction("min", _amin, _extreme_grad, ("min_axis",))

@@ -91,6 +91,8 @@ def _backward_forward(p, ins, aux, rt):
         norm = float(max(int(keep.sum()), 1))
     else:
         norm = 1.0
+    if p.multi_output and p.normalization != "valid":  # MXNet also averages over positions
+        norm *= y2.shape[0] / out.shape[0]
     grad = grad * (p.grad_scale / norm)
     if p.out_grad and len(ins) > 2:
         grad = grad * _as_2d(p, ins[2])[0]

@@ -1,0 +1,122 @@
+"""Forward+backward time of an MLP (784-512-512-10, batch 128): symgraph vs PyTorch eager.
+
+Both run side by side in one process on the same inputs and threads; the script prints
+each median step time and the ratio symgraph / PyTorch eager, and with ``--json PATH``
+writes the result with device, date and commit.
+
+    python benchmarks/bench_mlp.py [--steps 200] [--json benchmarks/results/mlp_cpu.json]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import subprocess
+import time
+
+import torch
+
+import symgraph as mx
+
+BATCH, SIZES = 128, (784, 512, 512, 10)
+
+
+def build_symgraph():
+    net = mx.sym.Variable("data")
+    for i, h in enumerate(SIZES[1:]):
+        net = mx.sym.FullyConnected(net, num_hidden=h, name=f"fc{i + 1}")
+        if i < len(SIZES) - 2:
+            net = mx.sym.Activation(net, act_type="relu", name=f"relu{i + 1}")
+    net = mx.sym.SoftmaxOutput(net, name="softmax")
+    # as Module binds it: inputs and labels need no gradient, parameters do
+    reqs = {n: "null" if n in ("data", "softmax_label") else "write"
+            for n in net.list_arguments()}
+    exe = net.simple_bind(mx.cpu(), grad_req=reqs, data=(BATCH, SIZES[0]))
+    gen = torch.Generator().manual_seed(0)
+    for name, arr in exe.arg_dict.items():
+        if name == "softmax_label":
+            arr._t.copy_(torch.randint(0, SIZES[-1], (BATCH,), generator=gen).float())
+        else:
+            arr._t.copy_(torch.randn(arr.shape, generator=gen) * 0.05)
+    return exe
+
+
+def build_torch(exe):
+    """The same network and weights in PyTorch eager; loss = summed cross-entropy."""
+    layers = []
+    for i in range(len(SIZES) - 1):
+        lin = torch.nn.Linear(SIZES[i], SIZES[i + 1])
+        with torch.no_grad():
+            lin.weight.copy_(exe.arg_dict[f"fc{i + 1}_weight"]._t)
+            lin.bias.copy_(exe.arg_dict[f"fc{i + 1}_bias"]._t)
+        layers += [lin, torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1])
+    x = exe.arg_dict["data"]._t.clone()
+    y = exe.arg_dict["softmax_label"]._t.long()
+    return model, x, y
+
+
+def step_symgraph(exe):
+    exe.forward(is_train=True)
+    exe.backward()
+
+
+def step_torch(model, x, y):
+    for p in model.parameters():
+        p.grad = None
+    loss = torch.nn.functional.cross_entropy(model(x), y, reduction="sum")
+    loss.backward()
+
+
+def timeit(fn, steps: int) -> float:
+    for _ in range(10):
+        fn()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def commit() -> str:
+    try:
+        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True).strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    exe = build_symgraph()
+    model, x, y = build_torch(exe)
+    sg, pt = [], []
+    for _ in range(args.rounds):  # interleave so drift hits both alike
+        sg.append(timeit(lambda: step_symgraph(exe), args.steps))
+        pt.append(timeit(lambda: step_torch(model, x, y), args.steps))
+    sg_t, pt_t = min(sg), min(pt)
+    result = {
+        "benchmark": "mlp_784_512_512_10_b128_fwd_bwd",
+        "device": f"cpu ({platform.processor() or platform.machine()}, "
+                  f"{torch.get_num_threads()} threads)",
+        "date": datetime.date.today().isoformat(), "commit": commit(),
+        "torch": torch.__version__,
+        "symgraph_ms": round(sg_t * 1e3, 4), "torch_eager_ms": round(pt_t * 1e3, 4),
+        "ratio_vs_torch_eager": round(sg_t / pt_t, 4), "target": "<= 1.10",
+    }
+    print(f"symgraph     {sg_t * 1e3:8.3f} ms/step")
+    print(f"torch eager  {pt_t * 1e3:8.3f} ms/step")
+    print(f"ratio        {sg_t / pt_t:8.3f}x  (target <= 1.10x)")
+    if args.json:
+        from symgraph.symbol.json_io import atomic_write
+        atomic_write(args.json, (json.dumps(result, indent=2) + "\n").encode())
+
+
+if __name__ == "__main__":
+    main()
