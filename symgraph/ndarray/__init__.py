@@ -1,0 +1,81 @@
+"""MXNet 1.x's ``mx.nd``: the imperative NDArray, its operators and ``.params`` I/O.
+
+>>> from symgraph import ndarray as nd
+>>> x = nd.arange(6).reshape((2, 3))
+>>> nd.dot(x, x.T).asnumpy()
+array([[ 5., 14.],
+       [14., 50.]], dtype=float32)
+"""
+from . import random
+from .io import ParamsFormatError, load, load_frombuffer, save
+from .ndarray import NDArray
+from .op import (
+    abs,
+    add,
+    argmax,
+    argmin,
+    ceil,
+    clip,
+    concat,
+    cos,
+    divide,
+    dot,
+    equal,
+    exp,
+    expm1,
+    fix,
+    floor,
+    greater,
+    greater_equal,
+    lesser,
+    lesser_equal,
+    log,
+    log1p,
+    log2,
+    log10,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    modulo,
+    multiply,
+    negative,
+    norm,
+    not_equal,
+    power,
+    prod,
+    reciprocal,
+    relu,
+    reshape,
+    rint,
+    round,
+    rsqrt,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    square,
+    stack,
+    subtract,
+    sum,
+    tanh,
+    transpose,
+)
+from .utils import arange, array, empty, full, ones, waitall, zeros
+
+random_uniform = random.uniform  # MXNet 1.x's older spellings
+random_normal = random.normal
+
+__all__ = [
+    "NDArray", "ParamsFormatError", "random", "random_uniform", "random_normal",
+    "array", "empty", "zeros", "ones", "full", "arange", "waitall",
+    "save", "load", "load_frombuffer",
+    "concat", "stack", "dot", "reshape", "transpose", "clip",
+    "sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin",
+    "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "square", "abs",
+    "sign", "negative", "reciprocal", "relu", "sigmoid", "tanh", "sin", "cos", "floor",
+    "ceil", "round", "rint", "fix",
+    "add", "subtract", "multiply", "divide", "modulo", "power", "maximum", "minimum",
+    "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal",
+]

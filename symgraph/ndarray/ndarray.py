@@ -1,0 +1,546 @@
+"""``NDArray``: MXNet 1.x's imperative array as a thin wrapper around a ``torch.Tensor``."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+from ..base import DTypeError, MXNetError, ShapeError, dtype_name, to_numpy_dtype, to_torch_dtype
+from ..context import Context, context_of
+from . import _index, _math
+
+
+class NDArray:
+    """An n-dimensional array on a device, with MXNet 1.x's semantics.
+
+    ``NDArray(tensor)`` wraps ``tensor`` without copying it (the executor wraps its own
+    buffers this way); use :func:`symgraph.ndarray.array` to build one from data.
+    Operators keep the dtype (no promotion), full reductions have shape ``(1,)`` and
+    comparisons return 0/1 in the operands' dtype.
+
+    Parameters
+    ----------
+    tensor : torch.Tensor
+        The storage, kept in ``self._t``.
+
+    Examples
+    --------
+    >>> from symgraph import ndarray as nd
+    >>> a = nd.array([[1, 2], [3, 4]])
+    >>> a
+    <BLANKLINE>
+    [[1. 2.]
+     [3. 4.]]
+    <NDArray 2x2 @cpu(0)>
+    >>> (a * 2 + 1).asnumpy()
+    array([[3., 5.],
+           [7., 9.]], dtype=float32)
+    >>> a.sum()
+    <BLANKLINE>
+    [10.]
+    <NDArray 1 @cpu(0)>
+    >>> a > 2
+    <BLANKLINE>
+    [[0. 0.]
+     [1. 1.]]
+    <NDArray 2x2 @cpu(0)>
+    >>> nd.NDArray([1, 2])
+    Traceback (most recent call last):
+    ...
+    TypeError: NDArray wraps a torch.Tensor, got list; use nd.array(...) to convert data
+    """
+
+    __array_priority__ = 1000.0  # numpy defers to our reflected operators
+    __hash__ = object.__hash__  # identity hash, as MXNet (defining __eq__ would drop it)
+
+    def __init__(self, tensor: torch.Tensor):
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"NDArray wraps a torch.Tensor, got {type(tensor).__name__}; "
+                            "use nd.array(...) to convert data")
+        self._t = tensor
+
+    # ----------------------------------------------------------------- attributes
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape as a tuple of ints."""
+        return tuple(self._t.shape)
+
+    @property
+    def dtype(self) -> type:
+        """The numpy scalar type of the elements (``numpy.float32`` by default)."""
+        return to_numpy_dtype(self._t.dtype)
+
+    @property
+    def context(self) -> Context:
+        """The device the array lives on."""
+        return context_of(self._t.device)
+
+    ctx = context
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return self._t.numel()
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return self._t.dim()
+
+    @property
+    def stype(self) -> str:
+        """Storage type; symgraph arrays are always ``'default'`` (dense)."""
+        return "default"
+
+    @property
+    def T(self) -> NDArray:
+        """A transposed copy (axes reversed); arrays with fewer than 2 dims return self."""
+        if self.ndim < 2:
+            return self
+        return self.transpose()
+
+    # ----------------------------------------------------------------- conversion
+    def asnumpy(self) -> np.ndarray:
+        """A numpy copy of the data.
+
+        >>> from symgraph import ndarray as nd
+        >>> nd.array([1, 2], dtype='int32').asnumpy()
+        array([1, 2], dtype=int32)
+        """
+        if self._t.dtype == torch.bfloat16:
+            raise DTypeError("bfloat16 arrays have no numpy equivalent; use astype first")
+        return self._t.detach().cpu().numpy().copy()
+
+    def asscalar(self):
+        """The only element as a numpy scalar.
+
+        >>> from symgraph import ndarray as nd
+        >>> print(nd.array([3]).asscalar())
+        3.0
+        >>> nd.array([1, 2]).asscalar()
+        Traceback (most recent call last):
+        ...
+        symgraph.base.ShapeError: The current array is not a scalar
+        """
+        if self.size != 1:
+            raise ShapeError("The current array is not a scalar")
+        return self.asnumpy().reshape(-1)[0]
+
+    def astype(self, dtype, copy: bool = True) -> NDArray:
+        """A copy cast to ``dtype`` (floats to ints truncate); ``copy=False`` may return self.
+
+        >>> from symgraph import ndarray as nd
+        >>> nd.array([1.7, -1.7]).astype('int32')
+        <BLANKLINE>
+        [ 1 -1]
+        <NDArray 2 @cpu(0)>
+        """
+        target = to_torch_dtype(dtype)
+        if not copy and target == self._t.dtype:
+            return self
+        return NDArray(self._t.to(target, copy=True))
+
+    def copy(self) -> NDArray:
+        """A deep copy on the same context."""
+        return NDArray(self._t.clone(memory_format=torch.contiguous_format))
+
+    def copyto(self, other) -> NDArray:
+        """Copy into ``other`` (an NDArray of the same shape, cast to its dtype) or a Context.
+
+        >>> from symgraph import ndarray as nd
+        >>> dst = nd.zeros((2,), dtype='int32')
+        >>> nd.array([1.5, 2.5]).copyto(dst)
+        <BLANKLINE>
+        [1 2]
+        <NDArray 2 @cpu(0)>
+        >>> nd.ones((2, 3)).copyto(nd.zeros((3, 2)))
+        Traceback (most recent call last):
+        ...
+        symgraph.base.ShapeError: copyto: shape mismatch, source (2, 3), target (3, 2)
+        """
+        if isinstance(other, NDArray):
+            if other is self:
+                return self
+            if other.shape != self.shape:
+                raise ShapeError(f"copyto: shape mismatch, source {self.shape}, "
+                                 f"target {other.shape}")
+            other._t.copy_(self._t)
+            return other
+        if isinstance(other, Context):
+            return NDArray(self._t.to(other.torch_device, copy=True))
+        raise TypeError(f"copyto does not support type {type(other)}")
+
+    def as_in_context(self, context: Context) -> NDArray:
+        """This array if it is on ``context`` already, else a copy there."""
+        if self.context == context:
+            return self
+        return self.copyto(context)
+
+    def wait_to_read(self) -> None:
+        """Block until pending writes to this array are done (a no-op on CPU)."""
+        if self._t.is_cuda:
+            torch.cuda.current_stream(self._t.device).synchronize()
+
+    # ----------------------------------------------------------------- protocol
+    def __repr__(self) -> str:
+        data = self if self._t.dtype != torch.bfloat16 else self.astype("float32")
+        shape_info = "x".join(str(d) for d in self.shape)
+        return f"\n{data.asnumpy()}\n<{type(self).__name__} {shape_info} @{self.context}>"
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d NDArray")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[NDArray]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        size = self.size
+        if size == 0:
+            return False
+        if size == 1:
+            return bool(self.asscalar())
+        raise ShapeError("The truth value of an NDArray with multiple elements is ambiguous.")
+
+    def __getitem__(self, key) -> NDArray:
+        return NDArray(_index.getitem(self._t, _unwrap_key(key)))
+
+    def __setitem__(self, key, value) -> None:
+        _index.setitem(self._t, _unwrap_key(key), _value_tensor(value, self._t))
+
+    # ----------------------------------------------------------------- arithmetic
+    def _binary(self, name: str, other, reflected: bool = False) -> NDArray:
+        if isinstance(other, NDArray):
+            if other._t.device != self._t.device:
+                raise MXNetError(f"{name}: operands are on different contexts, "
+                                 f"{self.context} and {other.context}")
+            return NDArray(_math.binary(name, self._t, other._t, reflected))
+        if _math.is_scalar(other):
+            return NDArray(_math.binary(name, self._t, other, reflected))
+        raise TypeError(f"type {type(other)} not supported")
+
+    def _inplace(self, name: str, other) -> NDArray:
+        result = self._binary(name, other)._t
+        if result.shape != self._t.shape:
+            raise ShapeError(f"in-place {name}: result shape {tuple(result.shape)} differs from "
+                             f"the array's shape {self.shape}")
+        self._t.copy_(result)
+        return self
+
+    def __add__(self, other) -> NDArray:
+        return self._binary("add", other)
+
+    def __radd__(self, other) -> NDArray:
+        return self._binary("add", other, reflected=True)
+
+    def __iadd__(self, other) -> NDArray:
+        return self._inplace("add", other)
+
+    def __sub__(self, other) -> NDArray:
+        return self._binary("sub", other)
+
+    def __rsub__(self, other) -> NDArray:
+        return self._binary("sub", other, reflected=True)
+
+    def __isub__(self, other) -> NDArray:
+        return self._inplace("sub", other)
+
+    def __mul__(self, other) -> NDArray:
+        return self._binary("mul", other)
+
+    def __rmul__(self, other) -> NDArray:
+        return self._binary("mul", other, reflected=True)
+
+    def __imul__(self, other) -> NDArray:
+        return self._inplace("mul", other)
+
+    def __truediv__(self, other) -> NDArray:
+        return self._binary("div", other)
+
+    def __rtruediv__(self, other) -> NDArray:
+        return self._binary("div", other, reflected=True)
+
+    def __itruediv__(self, other) -> NDArray:
+        return self._inplace("div", other)
+
+    def __mod__(self, other) -> NDArray:
+        return self._binary("mod", other)
+
+    def __rmod__(self, other) -> NDArray:
+        return self._binary("mod", other, reflected=True)
+
+    def __imod__(self, other) -> NDArray:
+        return self._inplace("mod", other)
+
+    def __pow__(self, other) -> NDArray:
+        return self._binary("pow", other)
+
+    def __rpow__(self, other) -> NDArray:
+        return self._binary("pow", other, reflected=True)
+
+    def __neg__(self) -> NDArray:
+        return NDArray(torch.neg(self._t))
+
+    def __abs__(self) -> NDArray:
+        return self.abs()
+
+    def __eq__(self, other) -> NDArray:  # type: ignore[override]
+        return self._binary("eq", other)
+
+    def __ne__(self, other) -> NDArray:  # type: ignore[override]
+        return self._binary("ne", other)
+
+    def __gt__(self, other) -> NDArray:
+        return self._binary("gt", other)
+
+    def __ge__(self, other) -> NDArray:
+        return self._binary("ge", other)
+
+    def __lt__(self, other) -> NDArray:
+        return self._binary("lt", other)
+
+    def __le__(self, other) -> NDArray:
+        return self._binary("le", other)
+
+    # ----------------------------------------------------------------- shape
+    def reshape(self, *shape, **kwargs) -> NDArray:
+        """A view with a new shape; MXNet's codes 0 (keep), -1 (infer), -2, -3, -4 work.
+
+        >>> from symgraph import ndarray as nd
+        >>> x = nd.zeros((2, 3, 4))
+        >>> x.reshape(0, -1).shape, x.reshape((-3, 4)).shape, x.reshape(shape=(4, 6)).shape
+        ((2, 12), (6, 4), (4, 6))
+        >>> x.reshape(5, -1)
+        Traceback (most recent call last):
+        ...
+        symgraph.base.ShapeError: Cannot reshape array of size 24 into shape (5, -1)
+        """
+        if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+            shape = tuple(shape[0])
+        elif not shape:
+            shape = kwargs.pop("shape", None)
+            if shape is None:
+                raise ShapeError("Shape must be provided.")
+            shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        kwargs.pop("shape", None)
+        reverse = bool(kwargs.pop("reverse", False))
+        if kwargs:
+            raise TypeError(f"Got unknown keywords in reshape: {', '.join(kwargs)}. "
+                            "Accepted keyword arguments are 'shape' and 'reverse'.")
+        new = _math.infer_reshape(self.shape, shape, reverse)
+        if any(d < 0 for d in new) or math.prod(new) != self.size:
+            raise ShapeError(f"Cannot reshape array of size {self.size} into shape {tuple(shape)}")
+        return NDArray(self._t.reshape(new))
+
+    def transpose(self, *axes, **kwargs) -> NDArray:
+        """A copy with permuted axes (reversed when none are given).
+
+        >>> from symgraph import ndarray as nd
+        >>> nd.zeros((2, 3, 4)).transpose(axes=(1, 0, 2)).shape
+        (3, 2, 4)
+        """
+        if "axes" in kwargs:
+            axes = (kwargs.pop("axes"),)
+        if kwargs:
+            raise TypeError(f"transpose got unexpected keywords {sorted(kwargs)}")
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (list, tuple))):
+            axes = axes[0] or ()
+        perm = tuple(axes) if axes else tuple(reversed(range(self.ndim)))
+        if sorted(_math.norm_axes(perm, self.ndim)) != list(range(self.ndim)) or \
+                len(perm) != self.ndim:
+            raise ShapeError(f"transpose: axes {perm} are not a permutation of the dimensions "
+                             f"of an array of shape {self.shape}")
+        return NDArray(self._t.permute(perm).clone(memory_format=torch.contiguous_format))
+
+    def flatten(self) -> NDArray:
+        """A copy with every axis but the first collapsed: shape ``(d0, d1*d2*...)``."""
+        if self.ndim == 0:
+            return NDArray(self._t.reshape(1, 1).clone())
+        return NDArray(self._t.reshape(self.shape[0], -1).clone())
+
+    def expand_dims(self, axis: int) -> NDArray:
+        """A copy with a new axis of size 1 at ``axis``."""
+        return NDArray(self._t.unsqueeze(axis).clone())
+
+    def squeeze(self, axis=None) -> NDArray:
+        """A copy without the size-1 axes (or only those in ``axis``)."""
+        axes = [a for a in range(self.ndim) if self.shape[a] == 1] if axis is None \
+            else _math.norm_axes(axis, self.ndim)
+        out = self._t
+        for a in sorted(axes, reverse=True):
+            out = out.squeeze(a)
+        return NDArray((out.reshape(1) if out.dim() == 0 else out).clone())
+
+    def broadcast_to(self, shape) -> NDArray:
+        """A copy broadcast to ``shape`` (numpy rules)."""
+        _math.check_broadcast("broadcast_to", self.shape, tuple(shape))
+        return NDArray(torch.broadcast_to(self._t, tuple(shape)).clone())
+
+    def zeros_like(self) -> NDArray:
+        """An array of zeros with this shape, dtype and context."""
+        return NDArray(torch.zeros_like(self._t))
+
+    def ones_like(self) -> NDArray:
+        """An array of ones with this shape, dtype and context."""
+        return NDArray(torch.ones_like(self._t))
+
+    # ----------------------------------------------------------------- reductions
+    def sum(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        """Sum over ``axis`` (all axes by default); see :func:`symgraph.ndarray.sum`."""
+        return NDArray(_math.reduce("sum", self._t, axis, keepdims, exclude))
+
+    def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        """Mean over ``axis``; integer arrays give a truncated integer mean."""
+        return NDArray(_math.reduce("mean", self._t, axis, keepdims, exclude))
+
+    def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        """Maximum over ``axis``."""
+        return NDArray(_math.reduce("max", self._t, axis, keepdims, exclude))
+
+    def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        """Minimum over ``axis``."""
+        return NDArray(_math.reduce("min", self._t, axis, keepdims, exclude))
+
+    def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        """Product over ``axis``."""
+        return NDArray(_math.reduce("prod", self._t, axis, keepdims, exclude))
+
+    def norm(self, axis=None, keepdims: bool = False) -> NDArray:
+        """L2 norm over ``axis`` (all elements by default, giving shape ``(1,)``)."""
+        return NDArray(_math.reduce("norm", self._t, axis, keepdims))
+
+    def argmax(self, axis=None, keepdims: bool = False) -> NDArray:
+        """Index of the maximum along ``axis``, in this array's dtype (float32 by default)."""
+        return NDArray(_math.arg_reduce("argmax", self._t, axis, keepdims))
+
+    def argmin(self, axis=None, keepdims: bool = False) -> NDArray:
+        """Index of the minimum along ``axis``, in this array's dtype."""
+        return NDArray(_math.arg_reduce("argmin", self._t, axis, keepdims))
+
+    # ----------------------------------------------------------------- elementwise
+    def _unary(self, name: str) -> NDArray:
+        return NDArray(_math.unary(name, self._t))
+
+    def clip(self, a_min, a_max) -> NDArray:
+        """Clamp every element into ``[a_min, a_max]``."""
+        return NDArray(_math.clip(self._t, a_min, a_max))
+
+    def exp(self) -> NDArray:
+        """Elementwise ``e**x``; see :func:`symgraph.ndarray.exp`."""
+        return self._unary("exp")
+
+    def expm1(self) -> NDArray:
+        """Elementwise ``e**x - 1``."""
+        return self._unary("expm1")
+
+    def log(self) -> NDArray:
+        """Elementwise natural logarithm."""
+        return self._unary("log")
+
+    def log1p(self) -> NDArray:
+        """Elementwise ``log(1 + x)``."""
+        return self._unary("log1p")
+
+    def log2(self) -> NDArray:
+        """Elementwise base-2 logarithm."""
+        return self._unary("log2")
+
+    def log10(self) -> NDArray:
+        """Elementwise base-10 logarithm."""
+        return self._unary("log10")
+
+    def sqrt(self) -> NDArray:
+        """Elementwise square root."""
+        return self._unary("sqrt")
+
+    def rsqrt(self) -> NDArray:
+        """Elementwise ``1 / sqrt(x)``."""
+        return self._unary("rsqrt")
+
+    def square(self) -> NDArray:
+        """Elementwise ``x * x``."""
+        return self._unary("square")
+
+    def abs(self) -> NDArray:
+        """Elementwise absolute value."""
+        return self._unary("abs")
+
+    def sign(self) -> NDArray:
+        """Elementwise sign (-1, 0 or 1)."""
+        return self._unary("sign")
+
+    def reciprocal(self) -> NDArray:
+        """Elementwise ``1 / x``."""
+        return self._unary("reciprocal")
+
+    def relu(self) -> NDArray:
+        """Elementwise ``max(x, 0)``."""
+        return self._unary("relu")
+
+    def sigmoid(self) -> NDArray:
+        """Elementwise logistic function ``1 / (1 + exp(-x))``."""
+        return self._unary("sigmoid")
+
+    def tanh(self) -> NDArray:
+        """Elementwise hyperbolic tangent."""
+        return self._unary("tanh")
+
+    def sin(self) -> NDArray:
+        """Elementwise sine."""
+        return self._unary("sin")
+
+    def cos(self) -> NDArray:
+        """Elementwise cosine."""
+        return self._unary("cos")
+
+    def floor(self) -> NDArray:
+        """Elementwise floor."""
+        return self._unary("floor")
+
+    def ceil(self) -> NDArray:
+        """Elementwise ceiling."""
+        return self._unary("ceil")
+
+    def round(self) -> NDArray:
+        """Round to the nearest integer, halves away from zero."""
+        return self._unary("round")
+
+    def rint(self) -> NDArray:
+        """Round to the nearest integer, halves downwards (``rint(1.5) == 1``) as MXNet."""
+        return self._unary("rint")
+
+    def fix(self) -> NDArray:
+        """Round towards zero."""
+        return self._unary("fix")
+
+
+def _unwrap_key(key):
+    """NDArrays inside an index key to their tensors."""
+    if isinstance(key, NDArray):
+        return key._t
+    if isinstance(key, tuple):
+        return tuple(k._t if isinstance(k, NDArray) else k for k in key)
+    return key
+
+
+def _value_tensor(value, like: torch.Tensor) -> torch.Tensor:
+    """A value assigned with ``a[key] = value`` as a tensor of ``like``'s dtype and device."""
+    if isinstance(value, NDArray):
+        return value._t.to(device=like.device, dtype=like.dtype)
+    if isinstance(value, torch.Tensor):
+        return value.to(device=like.device, dtype=like.dtype)
+    if _math.is_scalar(value):
+        return _math.scalar_like(value, like)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"cannot assign a value of type {type(value)} to an NDArray") from err
+    if arr.dtype == object:
+        raise TypeError(f"cannot assign a value of type {type(value)} to an NDArray")
+    name = dtype_name(like.dtype)
+    arr = arr.astype(np.float32 if name == "bfloat16" else name)
+    return torch.from_numpy(np.ascontiguousarray(arr)).to(device=like.device, dtype=like.dtype)

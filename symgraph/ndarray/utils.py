@@ -1,0 +1,159 @@
+"""Creating arrays: ``array``, ``zeros``, ``ones``, ``empty``, ``full``, ``arange``."""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import torch
+
+from ..base import ShapeError, dtype_name, to_torch_dtype
+from ..context import Context, current_context
+from . import _math
+from .ndarray import NDArray
+
+
+def _device(ctx: Context | None) -> torch.device:
+    return (ctx if ctx is not None else current_context()).torch_device
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, numbers.Integral):
+        return (int(shape),)
+    return tuple(int(d) for d in shape)
+
+
+def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
+    """A new array holding a copy of ``source_array``.
+
+    The dtype is ``dtype`` if given, else the source's dtype for an NDArray or a torch
+    tensor, else float32: MXNet turns numpy float64 and int64 data into float32.
+
+    Parameters
+    ----------
+    source_array : array_like, NDArray or torch.Tensor
+        The data (nested lists, numpy arrays, scalars...).
+    ctx : Context, optional
+        Device of the new array (the current context by default).
+    dtype : str or numpy dtype, optional
+        Element type.
+
+    Examples
+    --------
+    >>> from symgraph import ndarray as nd
+    >>> import numpy as np
+    >>> nd.array(np.arange(3.0)).dtype
+    <class 'numpy.float32'>
+    >>> nd.array([1, 2], dtype='int64')
+    <BLANKLINE>
+    [1 2]
+    <NDArray 2 @cpu(0)>
+    >>> nd.array(nd.array([1, 2], dtype='int32')).dtype
+    <class 'numpy.int32'>
+    """
+    device = _device(ctx)
+    if isinstance(source_array, (NDArray, torch.Tensor)):
+        src = source_array._t if isinstance(source_array, NDArray) else source_array
+        target = src.dtype if dtype is None else to_torch_dtype(dtype)
+        return NDArray(src.detach().to(device=device, dtype=target, copy=True))
+    target = to_torch_dtype(dtype)
+    name = dtype_name(target)
+    try:
+        data = np.asarray(source_array)
+        if data.dtype == object:
+            raise TypeError("object arrays")
+        data = np.array(data, dtype=np.float32 if name == "bfloat16" else name)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"source_array must be array like object, got {type(source_array)}") \
+            from err
+    return NDArray(torch.from_numpy(data).to(device=device, dtype=target))
+
+
+def empty(shape, ctx: Context | None = None, dtype=None) -> NDArray:
+    """An uninitialised array of ``shape`` (float32 by default).
+
+    >>> from symgraph import ndarray as nd
+    >>> nd.empty((2, 3)).shape
+    (2, 3)
+    """
+    return NDArray(torch.empty(_shape(shape), dtype=to_torch_dtype(dtype), device=_device(ctx)))
+
+
+def zeros(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
+    """An array of zeros (float32 by default); ``shape`` may be an int.
+
+    >>> from symgraph import ndarray as nd
+    >>> nd.zeros(3, dtype='int32')
+    <BLANKLINE>
+    [0 0 0]
+    <NDArray 3 @cpu(0)>
+    """
+    return NDArray(torch.zeros(_shape(shape), dtype=to_torch_dtype(dtype), device=_device(ctx)))
+
+
+def ones(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
+    """An array of ones (float32 by default).
+
+    >>> from symgraph import ndarray as nd
+    >>> nd.ones((1, 2))
+    <BLANKLINE>
+    [[1. 1.]]
+    <NDArray 1x2 @cpu(0)>
+    """
+    return NDArray(torch.ones(_shape(shape), dtype=to_torch_dtype(dtype), device=_device(ctx)))
+
+
+def full(shape, val, ctx: Context | None = None, dtype=None,
+         out: NDArray | None = None) -> NDArray:
+    """An array filled with ``val`` cast to ``dtype`` (written into ``out`` if given).
+
+    >>> from symgraph import ndarray as nd
+    >>> nd.full((2,), 2.7, dtype='int32')
+    <BLANKLINE>
+    [2 2]
+    <NDArray 2 @cpu(0)>
+    """
+    if out is None:
+        out = empty(shape, ctx, dtype)
+    out._t.copy_(_math.scalar_like(val, out._t))
+    return out
+
+
+def arange(start, stop=None, step=1.0, repeat: int = 1, infer_range=None,
+           ctx: Context | None = None, dtype=None) -> NDArray:
+    """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times.
+
+    Values are computed as MXNet does, ``start + i * step`` in the target dtype.
+
+    >>> from symgraph import ndarray as nd
+    >>> nd.arange(3, repeat=2)
+    <BLANKLINE>
+    [0. 0. 1. 1. 2. 2.]
+    <NDArray 6 @cpu(0)>
+    >>> nd.arange(2, 5, 0.5).asnumpy()
+    array([2. , 2.5, 3. , 3.5, 4. , 4.5], dtype=float32)
+    >>> nd.arange(5, 1)
+    Traceback (most recent call last):
+    ...
+    symgraph.base.ShapeError: Invalid range (start, stop, step) = (5, 1, 1.0)
+    """
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ShapeError(f"Range does not support step=0, received {step}")
+    if (step > 0 and not start < stop) or (step < 0 and not start > stop):
+        raise ShapeError(f"Invalid range (start, stop, step) = ({start}, {stop}, {step})")
+    count = math.ceil((stop - start) / step)
+    device, target = _device(ctx), to_torch_dtype(dtype)
+    index = torch.arange(count, device=device).to(target)
+    ref = torch.empty((), dtype=target, device=device)
+    values = _math.scalar_like(start, ref) + index * _math.scalar_like(step, ref)
+    if repeat != 1:
+        values = values.repeat_interleave(int(repeat))
+    return NDArray(values)
+
+
+def waitall() -> None:
+    """Wait until all pending device work is done (a no-op without CUDA)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
