@@ -118,6 +118,7 @@ class Param:
     default: Any = REQUIRED
     choices: tuple = ()
     doc: str = ""
+    lower: float | None = None  # inclusive lower bound, checked like MXNet's set_lower_bound
 
     def __post_init__(self):
         assert self.kind in _PARSERS, self.kind
@@ -130,7 +131,11 @@ class Param:
         """Parse an attribute string; raises ``ValueError`` with the reason."""
         value = _PARSERS[self.kind](text)
         if self.choices and value not in self.choices:
-            raise ValueError(f"must be one of {list(self.choices)}, got {text!r}")
+            raise ValueError(f"Invalid Input: {text!r}, valid values are: "
+                             f"{set(self.choices)}")
+        if self.lower is not None and value is not None and value < self.lower:
+            raise ValueError(f"value {value} for Parameter {self.name} should be greater "
+                             f"equal to {self.lower:g}")
         return value
 
     def describe(self) -> str:
@@ -149,6 +154,35 @@ class Params(dict):
             return self[key]
         except KeyError:
             raise AttributeError(key) from None
+
+
+# Attributes MXNet always stores with double underscores (``lr_mult`` -> ``__lr_mult__``).
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
+
+
+def hide_keys(attrs: dict[str, str]) -> dict[str, str]:
+    """MXNet's spelling of user attributes: hidden keys get their double underscores.
+
+    >>> hide_keys({'lr_mult': '0.1', 'kernel': '(3, 3)'})
+    {'__lr_mult__': '0.1', 'kernel': '(3, 3)'}
+    """
+    return {(f"__{k}__" if k in HIDDEN_KEYS else k): v for k, v in attrs.items()}
+
+
+def with_plain_keys(attrs: dict[str, str]) -> dict[str, str]:
+    """Attributes as MXNet lists them: hidden keys also appear without underscores."""
+    out = dict(attrs)
+    for key in HIDDEN_KEYS:
+        if f"__{key}__" in attrs:
+            out[key] = attrs[f"__{key}__"]
+    return out
+
+
+def check_string_values(attrs: dict) -> None:
+    """MXNet only stores string attribute values."""
+    for key, value in attrs.items():
+        if not isinstance(value, str):
+            raise ValueError(f"Set Attr only accepts string values, got {key}={value!r}")
 
 
 def is_user_attr(key: str) -> bool:
@@ -172,8 +206,11 @@ def parse_params(schema: tuple[Param, ...], attrs: dict[str, str], where: str) -
             try:
                 out[p.name] = p.parse(attrs[p.name])
             except (ValueError, SyntaxError, TypeError) as err:
-                raise AttrError(f"Error in {where}: Invalid Parameter format for {p.name} "
-                                f"expect {p.kind} but value='{attrs[p.name]}': {err}") from None
+                msg = str(err)
+                if not msg.startswith(("Invalid Input", "value ")):
+                    msg = (f"Invalid Parameter format for {p.name} expect {p.kind} but "
+                           f"value='{attrs[p.name]}' ({err})")
+                raise AttrError(f"Error in {where}: {msg}") from None
         elif p.required:
             raise AttrError(f"Error in {where}: Required parameter {p.name} of {p.kind} "
                             f"is not presented")

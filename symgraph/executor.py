@@ -93,12 +93,12 @@ class Executor:
         self.grad_dict = dict(zip(self._arg_names, grads))  # None where grad_req is null
         self.aux_dict = dict(zip(self._aux_names, aux))
         self._output_names = symbol.list_outputs()
-        self.outputs = [NDArray(torch.empty(0)) for _ in self._output_names]
+        self.outputs = [_alloc(plan.shapes[s], plan.dtypes[s], ctx) for s in plan.head_slots]
         self._values: list = [None] * plan.graph.num_entries
         for name, arr in list(self.arg_dict.items()) + list(self.aux_dict.items()):
             self._values[plan.var_slot[name]] = arr._t
         self._grad_out = self._grad_writers()
-        self._rt = Runtime(False, _random.generator(ctx))
+        self._rt = Runtime(False, _random.generator(ctx), ctx.torch_device)
         self._monitor: tuple[Callable, bool] | None = None
         self._forwarded = False
 
@@ -157,8 +157,8 @@ class Executor:
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
         """Run the backward pass and write (or add) gradients into ``grad_arrays``."""
-        if not self._forwarded:
-            raise MXNetError("backward() needs a forward() first")
+        if not self._forwarded:  # MXNet runs backward on whatever the arrays hold
+            self.forward(is_train=True)
         self._feed_head_grads(out_grads)
         if self._monitor is None:
             _run(self._plan.backward, self._values, self._rt)
@@ -234,10 +234,8 @@ def _known_inputs(symbol: Symbol, ig: IndexedGraph, given: dict, attr: str, conv
             out[node.name] = convert(node.attrs[attr])
     names = {ig.nodes[i].name for i in ig.variable_ids}
     for name, value in given.items():
-        if name not in names:
-            raise BindError(f"simple_bind: {name!r} is not an input of the symbol; inputs are "
-                            f"{symbol.list_inputs()}")
-        out[name] = convert(value)
+        if name in names:  # MXNet ignores shapes of names the symbol does not have
+            out[name] = convert(value)
     return out
 
 

@@ -23,13 +23,15 @@ Shape = tuple[int, ...]
 
 
 class Runtime:
-    """Per-step state a forward call can read: training flag and the random generator."""
+    """Per-step state a forward call can read: training flag, random generator, device."""
 
-    __slots__ = ("is_train", "generator")
+    __slots__ = ("is_train", "generator", "device")
 
-    def __init__(self, is_train: bool = False, generator: torch.Generator | None = None):
+    def __init__(self, is_train: bool = False, generator: torch.Generator | None = None,
+                 device: torch.device | None = None):
         self.is_train = is_train
         self.generator = generator
+        self.device = device if device is not None else torch.device("cpu")
 
 
 class GradValue(Protocol):
@@ -122,6 +124,9 @@ class OpDef:
     key_var_num_args: str | None = None  # param that counts variadic inputs ("num_args")
     random: bool = False  # draws from the generator: forward is not a pure function
     mutates_aux: bool = False  # training forward updates aux states in place
+    # extra attributes for inputs MXNet creates as variables, by slot name
+    # (BatchNorm's moving_mean gets __init__ '["zero", {}]')
+    var_attrs: Any = None
 
     def input_names(self, p: Params) -> list[str]:
         return _names(self.inputs)(p)

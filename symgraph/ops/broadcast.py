@@ -191,7 +191,7 @@ def _add_n_forward(p, ins, aux, rt):
 
 register(OpDef(
     name="add_n", aliases=("ElementWiseSum",), key_var_num_args="num_args",
-    params=(Param("num_args", "int"),),
+    params=(Param("num_args", "int", lower=1),),
     inputs=lambda p: [f"arg{i}" for i in range(p.num_args)], infer_shape=elemwise_shape,
     forward=_add_n_forward, gradient=lambda g, p, ins, outs, og: [og[0]] * len(ins),
     cases=(Case(((3, 4), (3, 4), (3, 4)), {"num_args": 3}),),

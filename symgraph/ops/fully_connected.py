@@ -6,6 +6,7 @@ import math
 import torch
 
 from ..attrs import Param
+from ..base import ShapeError
 from .base import Case, OpDef, register
 
 
@@ -18,6 +19,8 @@ def _shape(p, shapes):
     if not data:
         return None
     k = math.prod(data[1:]) if p.flatten else data[-1]
+    if k == 0 and all(d > 0 for d in data[:1]):
+        raise ShapeError(f"Shape dim size must be known, got data shape {tuple(data)}")
     out = (data[0], p.num_hidden) if p.flatten else tuple(data[:-1]) + (p.num_hidden,)
     ins = [data, (p.num_hidden, k)] + ([] if p.no_bias else [(p.num_hidden,)])
     return ins, [out]
@@ -49,7 +52,7 @@ def _gradient(g, p, ins, outs, og):
 
 register(OpDef(
     name="FullyConnected",
-    params=(Param("num_hidden", "int", doc="Number of hidden units."),
+    params=(Param("num_hidden", "int", doc="Number of hidden units.", lower=1),
             Param("no_bias", "bool", False, doc="Whether to disable the bias."),
             Param("flatten", "bool", True, doc="Flatten all but the first axis of data.")),
     inputs=_inputs, infer_shape=_shape, forward=_forward, gradient=_gradient,

@@ -39,12 +39,27 @@ def _node_text(node: Node, inputs: list[list[int]]) -> str:
     return "    {\n      " + ", \n      ".join(fields) + "\n    }"
 
 
+def _input_entries(ig: IndexedGraph) -> list[list[list[int]]]:
+    """``[node, output, version]`` per input; a mutated (aux) variable's version counts up."""
+    versions: dict[int, int] = {}
+    out = []
+    for node in ig.nodes:
+        n_regular = node.num_regular_inputs()
+        entries = []
+        for slot, (src, idx) in enumerate(node.inputs):
+            sid = ig.node_id[id(src)]
+            if slot >= n_regular:
+                versions[sid] = versions.get(sid, 0) + 1
+            entries.append([sid, idx, versions.get(sid, 0) if src.op is None else 0])
+        out.append(entries)
+    return out
+
+
 def to_json(symbol: Symbol) -> str:
     """The symbol as MXNet 1.9.1 writes it (same keys, order and whitespace)."""
     ig = IndexedGraph(symbol._outputs)
     nodes = []
-    for nid, node in enumerate(ig.nodes):
-        inputs = [[ig.node_id[id(src)], idx, 0] for src, idx in node.inputs]
+    for node, inputs in zip(ig.nodes, _input_entries(ig)):
         nodes.append(_node_text(node, inputs))
     heads = [[ig.node_id[id(n)], i, 0] for n, i in ig.heads]
     return ("{\n  \"nodes\": [\n" + ", \n".join(nodes) + "\n  ], \n"
@@ -170,12 +185,13 @@ def debug_str(symbol: Symbol) -> str:
     ig = IndexedGraph(symbol._outputs)
     lines = ["Symbol Outputs:"]
     lines += [f"\toutput[{i}]={n.name}({idx})" for i, (n, idx) in enumerate(ig.heads)]
-    for node in ig.nodes:
+    for node, entries in zip(ig.nodes, _input_entries(ig)):
         if node.op is None:
             lines.append(f"Variable:{node.name}")
             continue
         lines += ["--------------------", f"Op:{node.op.name}, Name={node.name}", "Inputs:"]
-        lines += [f"\targ[{k}]={src.name}({idx}) version=0"
+        lines += [f"\targ[{k}]={src.name}({idx})" +
+                  (f" version={entries[k][2]}" if src.op is None else "")
                   for k, (src, idx) in enumerate(node.inputs)]
         if node.attrs:
             lines.append("Attrs:")

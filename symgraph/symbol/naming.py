@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 
+from ..attrs import hide_keys
 from ..base import AttrError
 
 _local = threading.local()
@@ -66,23 +67,23 @@ class AttrScope:
     """Attributes attached to every symbol created inside ``with AttrScope(...)``.
 
     >>> with AttrScope(ctx_group='dev1'):
-    ...     AttrScope.current.get({'lr_mult': '0.1'})
-    {'ctx_group': 'dev1', 'lr_mult': '0.1'}
+    ...     AttrScope.current.get({'__mood__': 'happy'})
+    {'__ctx_group__': 'dev1', '__mood__': 'happy'}
     """
 
     def __init__(self, **kwargs: str):
         for key, value in kwargs.items():
             if not isinstance(value, str):
                 raise AttrError(f"Attributes need to be string, got {key}={value!r}")
-        self._attr = kwargs
+        self._attr = hide_keys(kwargs)
         self._old_scope: AttrScope | None = None
 
     def get(self, attr: dict[str, str] | None) -> dict[str, str]:
         """Scope attributes updated by ``attr``."""
         if not self._attr:
-            return dict(attr or {})
+            return hide_keys(attr or {})
         merged = dict(self._attr)
-        merged.update(attr or {})
+        merged.update(hide_keys(attr or {}))
         return merged
 
     def __enter__(self) -> AttrScope:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from ..attrs import to_attr_string
+from ..attrs import HIDDEN_KEYS, check_string_values, hide_keys, to_attr_string
 from ..base import AttrError, GraphError
 from ..graph import Node
 from ..ops.base import OPS, OpDef, canonical_ops, get_op
@@ -19,11 +19,14 @@ from .symbol import Symbol
 def _split_kwargs(op: OpDef, kwargs: dict) -> tuple[dict, dict]:
     """Separate symbol inputs from attribute values (stringified the way MXNet's frontend does)."""
     inputs, attrs = {}, {}
+    params = {p.name for p in op.params}
     for key, value in kwargs.items():
         if isinstance(value, Symbol):
             inputs[key] = value
-        elif value is None and key not in {p.name for p in op.params}:
+        elif value is None and key not in params:
             continue  # an input left out on purpose (weight=None)
+        elif key in HIDDEN_KEYS and key not in params:
+            attrs[f"__{key}__"] = to_attr_string(value)  # lr_mult=2 is an attribute
         else:
             attrs[key] = to_attr_string(value)
     return inputs, attrs
@@ -40,19 +43,44 @@ def invoke(called: str, args: list, kwargs: dict, name: str | None = None,
            attr: dict | None = None) -> Symbol:
     """Create the node for op ``called`` (a name or alias) and return its outputs as a Symbol."""
     op = get_op(called)
+    args, kwargs = _positional_params(op, called, list(args), dict(kwargs))
     sym_kwargs, attrs = _split_kwargs(op, kwargs)
     positional = [a for a in args if a is not None]
-    if any(not isinstance(a, Symbol) for a in positional):
-        bad = next(a for a in positional if not isinstance(a, Symbol))
-        raise TypeError(f"{called}: positional inputs must be Symbols, got {type(bad).__name__}")
     if op.key_var_num_args and op.key_var_num_args not in attrs:
         attrs[op.key_var_num_args] = str(len(positional) + len(sym_kwargs))
+    check_string_values(attr or {})
     name = NameManager.current.get(name, called.lower())
-    node = Node(op, name, {**AttrScope.current.get(attr), **attrs})
+    node = Node(op, name, {**AttrScope.current.get(attr), **hide_keys(attrs)})
     p = node.params  # parse now: bad attributes fail at creation, as in MXNet
     slots = op.input_names(p) + op.aux_names(p)
     node.inputs = _wire_inputs(node, slots, positional, sym_kwargs)
     return Symbol([(node, i) for i in range(node.num_visible_outputs)])
+
+
+def _positional_params(op: OpDef, called: str, args: list, kwargs: dict):
+    """Non-Symbol positional arguments after the inputs fill params in declaration order."""
+    first = next((i for i, a in enumerate(args) if a is not None and not isinstance(a, Symbol)),
+                 len(args))
+    extra = args[first:]
+    if any(isinstance(a, Symbol) for a in extra):
+        bad = next(a for a in extra if not isinstance(a, Symbol))
+        raise TypeError(f"{called}: Argument must be Symbol instances, but got {bad!r}")
+    names = [p.name for p in op.params]
+    if len(extra) > len(names):
+        raise TypeError(f"{called}: too many positional arguments ({len(extra)} after the inputs)")
+    for name, value in zip(names, extra):
+        if name in kwargs:
+            raise TypeError(f"{called}() got multiple values for argument '{name}'")
+        kwargs[name] = value
+    if extra and not op.key_var_num_args and first == 0 and op.params:
+        raise TypeError(f"Argument {op.input_names(_defaults(op))[0] if not callable(op.inputs) else 'data'} "
+                        f"must be Symbol instances, but got {extra[0]!r}")
+    return args[:first], kwargs
+
+
+def _defaults(op: OpDef):
+    from ..attrs import Params
+    return Params({p.name: p.default for p in op.params})
 
 
 def _wire_inputs(node: Node, slots: list[str], positional: list, keyword: dict) -> list:
@@ -66,12 +94,14 @@ def _wire_inputs(node: Node, slots: list[str], positional: list, keyword: dict) 
         if key in given:
             raise GraphError(f"Error in {node.where}: input '{key}' given twice")
         given[key] = value
+    extra = node.op.var_attrs or {}
     entries = []
     for slot in slots:
         if slot in given:
             entries.append(_single(given[slot], node.where, slot))
         else:  # MXNet creates the missing input as a variable carrying the op's attributes
-            entries.append((Node(None, f"{node.name}_{slot}", dict(node.attrs)), 0))
+            attrs = {**node.attrs, **extra.get(slot, {})}
+            entries.append((Node(None, f"{node.name}_{slot}", attrs), 0))
     return entries
 
 

@@ -5,7 +5,7 @@ import warnings
 from collections.abc import Sequence
 from numbers import Number
 
-from ..attrs import to_attr_string
+from ..attrs import check_string_values, hide_keys, to_attr_string, with_plain_keys
 from ..base import AttrError, GraphError, MXNetError, ShapeError, dtype_name
 from ..graph import Entry, IndexedGraph, Node
 from ..infer import head_values, infer_shapes, infer_types, variable_values
@@ -37,7 +37,8 @@ class Symbol:
     @property
     def name(self) -> str | None:
         """The name of a single-output symbol (``None`` for a group)."""
-        if len(self._outputs) != 1:
+        nodes = {id(n) for n, _ in self._outputs}
+        if len(nodes) != 1:
             return None
         return self._outputs[0][0].name
 
@@ -117,20 +118,26 @@ class Symbol:
     def list_attr(self, recursive: bool = False) -> dict[str, str]:
         """Attributes of the head node (``recursive`` lists every node's as ``name$key``)."""
         if recursive:
-            return {f"{n.name}${k}": v for n in self._graph().nodes for k, v in n.attrs.items()}
-        return dict(self._outputs[0][0].attrs)
+            return {f"{n.name}${k}": v for n in self._graph().nodes
+                    for k, v in with_plain_keys(n.attrs).items()}
+        return with_plain_keys(self._outputs[0][0].attrs)
 
     def attr_dict(self) -> dict[str, dict[str, str]]:
         """Attributes of every node that has any, by node name."""
-        return {n.name: dict(n.attrs) for n in self._graph().nodes if n.attrs}
+        return {n.name: with_plain_keys(n.attrs) for n in self._graph().nodes if n.attrs}
 
     def _set_attr(self, **kwargs: str) -> None:
-        for key, value in kwargs.items():
-            if not isinstance(value, str):
-                raise AttrError(f"Set attr only accepts string values, got {key}={value!r}")
-            node = self._outputs[0][0]
-            node.attrs[key] = value
-            node._params = None
+        """Set attributes of the head node; an op node re-validates its parameters."""
+        check_string_values(kwargs)
+        node = self._outputs[0][0]
+        before = dict(node.attrs)
+        node.attrs.update(hide_keys(kwargs))
+        node._params = None
+        try:
+            node.params  # noqa: B018 - parse now so a bad attribute fails here
+        except AttrError:
+            node.attrs, node._params = before, None
+            raise
 
     # ------------------------------------------------------------ composition
     def __call__(self, *args, **kwargs) -> Symbol:
@@ -141,7 +148,7 @@ class Symbol:
         >>> net(x=mx.sym.Variable('y')).list_arguments()
         ['y', 'fc_weight', 'fc_bias']
         """
-        kwargs.pop("name", None)
+        new_name = kwargs.pop("name", None)
         if args and kwargs:
             raise TypeError("compose only accept input Symbols either as positional or "
                             "keyword arguments, not both")
@@ -155,7 +162,23 @@ class Symbol:
                                  f"arguments: {names}")
             if not isinstance(value, Symbol) or len(value) != 1:
                 raise TypeError(f"Compose expects single-output Symbols, got {key}={value!r}")
-        return Symbol(_substitute(self._outputs, {k: v._outputs[0] for k, v in subs.items()}))
+        out = _substitute(self._outputs, {k: v._outputs[0] for k, v in subs.items()})
+        if new_name and len({id(n) for n, _ in out}) == 1 and out[0][0].op is not None:
+            out[0][0].name = new_name  # the head is a fresh copy: renaming it is safe
+        return Symbol(out)
+
+    def _compose(self, *args, **kwargs) -> None:
+        """Compose in place (MXNet's ``Symbol._compose``)."""
+        self._outputs = self(*args, **kwargs)._outputs
+
+    def __getattr__(self, name: str):
+        """Fluent methods: ``sym.reshape(...)`` is ``mx.sym.reshape(sym, ...)``."""
+        if name in FLUENT:
+            from . import op_api
+            return lambda *args, **kwargs: op_api.invoke(
+                name, [self, *args], kwargs, name=kwargs.pop("name", None),
+                attr=kwargs.pop("attr", None))
+        raise AttributeError(f"'Symbol' object has no attribute '{name}'")
 
     # ------------------------------------------------------------ inference
     def _initial(self, ig: IndexedGraph, args, kwargs, attr_key: str, convert):
@@ -279,7 +302,7 @@ class Symbol:
     def __mod__(self, o): return self._binary(o, "_Mod", "_ModScalar")
     def __rmod__(self, o): return self._binary(o, "_Mod", "_RModScalar", True)
     def __pow__(self, o): return self._binary(o, "_Power", "_PowerScalar")
-    def __rpow__(self, o): return self._binary(o, "_Power", "_RPowerScalar", True)
+    def __rpow__(self, o): return self._binary(o, "_Power", "_rpower_scalar", True)
     def __eq__(self, o): return self._binary(o, "_equal", "_equal_scalar")  # noqa: E704
     def __ne__(self, o): return self._binary(o, "_not_equal", "_not_equal_scalar")
     def __gt__(self, o): return self._binary(o, "_greater", "_greater_scalar")
@@ -374,10 +397,11 @@ def Variable(name: str, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype
     from .naming import AttrScope
     if not isinstance(name, str):
         raise TypeError("Expect a string for variable `name`")
+    check_string_values(attr or {})
     attr = AttrScope.current.get(attr)
     extra = {"__shape__": shape, "__lr_mult__": lr_mult, "__wd_mult__": wd_mult,
              "__init__": init if init is None or isinstance(init, str) else init.dumps(),
-             "__storage_type__": stype}
+             "__storage_type__": None if stype is None else _STYPES.get(stype, stype)}
     if dtype is not None:
         from ..base import NAME_TO_FLAG
         extra["__dtype__"] = NAME_TO_FLAG[dtype_name(dtype)]
@@ -391,6 +415,17 @@ def Variable(name: str, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype
 
 
 var = Variable
+
+# MXNet's fluent Symbol methods (Symbol.reshape, Symbol.sum, ...)
+FLUENT = frozenset("""
+reshape reshape_like zeros_like ones_like broadcast_axes repeat pad swapaxes split slice
+slice_axis slice_like take one_hot pick sort topk argsort argmax argmin clip abs sign
+flatten expand_dims broadcast_to broadcast_like tile transpose flip sum nansum prod nanprod
+mean max min norm round rint fix floor ceil trunc sin cos tan arcsin arccos arctan degrees
+radians sinh cosh tanh arcsinh arccosh arctanh exp expm1 log log10 log2 log1p sqrt rsqrt
+cbrt rcbrt square reciprocal relu sigmoid softmax log_softmax softmin squeeze
+""".split())
+_STYPES = {"default": 0, "row_sparse": 1, "csr": 2}
 
 
 def check_unique_names(ig: IndexedGraph) -> None:

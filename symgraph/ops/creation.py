@@ -1,0 +1,63 @@
+"""Array creation without inputs: ``_zeros``, ``_ones``, ``_full``, ``_arange`` (``sym.zeros`` ...)."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..attrs import Param
+from ..base import to_torch_dtype
+from .base import Case, OpDef, register
+
+_COMMON = (Param("shape", "shape", ()), Param("dtype", "dtype", "float32"),
+           Param("ctx", "str", ""))
+
+
+def _fixed_shape(p, shapes):
+    return [], [tuple(p.shape)]
+
+
+def _fixed_type(p, types):
+    return [], [p.dtype]
+
+
+def _filled(value_of):
+    def forward(p, ins, aux, rt):
+        return (torch.full(tuple(p.shape), value_of(p), dtype=to_torch_dtype(p.dtype),
+                           device=rt.device),)
+    return forward
+
+
+for _name, _value, _extra in (("_zeros", lambda p: 0.0, ()), ("_ones", lambda p: 1.0, ()),
+                              ("_full", lambda p: p.value, (Param("value", "float"),))):
+    register(OpDef(
+        name=_name, params=_COMMON + _extra, inputs=(), infer_shape=_fixed_shape,
+        infer_type=_fixed_type, forward=_filled(_value),
+        gradient=lambda g, p, ins, outs, og: [],
+        cases=(Case((), {"shape": (2, 3), **({"value": 2.5} if _extra else {})}, grad=False),),
+        doc=f"An array of the given shape and dtype filled with {_name[1:]}."))
+
+
+def _arange_len(p) -> int:
+    start, stop = (0.0, p.start) if p.stop is None else (p.start, p.stop)
+    return max(int(math.ceil((stop - start) / p.step)), 0) * p.repeat
+
+
+def _arange_forward(p, ins, aux, rt):
+    start, stop = (0.0, p.start) if p.stop is None else (p.start, p.stop)
+    out = torch.arange(start, stop, p.step, dtype=torch.float64)
+    if p.repeat > 1:
+        out = out.repeat_interleave(p.repeat)
+    return (out.to(device=rt.device, dtype=to_torch_dtype(p.dtype)),)
+
+
+register(OpDef(
+    name="_arange",
+    params=(Param("start", "float"), Param("stop", "float_or_none", None),
+            Param("step", "float", 1.0), Param("repeat", "int", 1, lower=1),
+            Param("infer_range", "bool", False), Param("ctx", "str", ""),
+            Param("dtype", "dtype", "float32")),
+    inputs=(), infer_shape=lambda p, s: ([], [(_arange_len(p),)]), infer_type=_fixed_type,
+    forward=_arange_forward, gradient=lambda g, p, ins, outs, og: [],
+    cases=(Case((), {"start": 1, "stop": 7, "step": 2, "repeat": 2}, grad=False),),
+    doc="Evenly spaced values in [start, stop) (MXNet's ``arange``)."))
