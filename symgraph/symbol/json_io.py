@@ -23,19 +23,32 @@ def _q(s: str) -> str:
     return json.dumps(s)
 
 
-def _attrs_text(attrs: dict[str, str]) -> str:
-    return "{" + ", ".join(f"{_q(k)}: {_q(v)}" for k, v in sorted(attrs.items())) + "}"
+def _attrs_text(attrs: dict[str, str], indent: int) -> str:
+    """dmlc's JSONWriter: a map of more than one entry goes one entry per line."""
+    items = [f"{_q(k)}: {_q(v)}" for k, v in sorted(attrs.items())]
+    if len(items) <= 1:
+        return "{" + ", ".join(items) + "}"
+    pad = " " * (indent + 2)
+    return "{\n" + ", \n".join(pad + it for it in items) + "\n" + " " * indent + "}"
 
 
-def _entries_text(entries: list[list[int]]) -> str:
-    return "[" + ", ".join("[" + ", ".join(map(str, e)) + "]" for e in entries) + "]"
+def _list_text(items: list[str], indent: int) -> str:
+    """dmlc's JSONWriter: arrays of more than 10 items go one item per line."""
+    if len(items) <= 10:
+        return "[" + ", ".join(items) + "]"
+    pad = " " * (indent + 2)
+    return "[\n" + ", \n".join(pad + it for it in items) + "\n" + " " * indent + "]"
+
+
+def _entries_text(entries: list[list[int]], indent: int) -> str:
+    return _list_text(["[" + ", ".join(map(str, e)) + "]" for e in entries], indent)
 
 
 def _node_text(node: Node, inputs: list[list[int]]) -> str:
     fields = [f'"op": {_q(node.op.name if node.op else "null")}', f'"name": {_q(node.name)}']
     if node.attrs:
-        fields.append(f'"attrs": {_attrs_text(node.attrs)}')
-    fields.append(f'"inputs": {_entries_text(inputs)}')
+        fields.append(f'"attrs": {_attrs_text(node.attrs, 6)}')
+    fields.append(f'"inputs": {_entries_text(inputs, 6)}')
     return "    {\n      " + ", \n      ".join(fields) + "\n    }"
 
 
@@ -63,9 +76,9 @@ def to_json(symbol: Symbol) -> str:
         nodes.append(_node_text(node, inputs))
     heads = [[ig.node_id[id(n)], i, 0] for n, i in ig.heads]
     return ("{\n  \"nodes\": [\n" + ", \n".join(nodes) + "\n  ], \n"
-            f"  \"arg_nodes\": [{', '.join(map(str, ig.variable_ids))}], \n"
-            f"  \"node_row_ptr\": [{', '.join(map(str, ig.row_ptr))}], \n"
-            f"  \"heads\": {_entries_text(heads)}, \n"
+            f"  \"arg_nodes\": {_list_text(list(map(str, ig.variable_ids)), 2)}, \n"
+            f"  \"node_row_ptr\": {_list_text(list(map(str, ig.row_ptr)), 2)}, \n"
+            f"  \"heads\": {_entries_text(heads, 2)}, \n"
             f"  \"attrs\": {{\"mxnet_version\": [\"int\", {MXNET_VERSION}]}}\n}}")
 
 
@@ -95,9 +108,49 @@ def save(symbol: Symbol, fname) -> None:
 def _node_attrs(raw: dict, legacy: bool) -> dict[str, str]:
     attrs = dict(raw.get("attrs") or {})
     attrs.update(raw.get("param") or {})
-    for key, value in (raw.get("attr") or {}).items():
-        attrs[f"__{key}__" if legacy and key in _HIDDEN_KEYS else key] = value
+    attrs.update(raw.get("attr") or {})
+    if legacy:
+        attrs = {(f"__{k}__" if k in _HIDDEN_KEYS else k): v for k, v in attrs.items()}
     return {str(k): str(v) for k, v in attrs.items()}
+
+
+def _version(doc: dict) -> int:
+    try:
+        return int(doc["attrs"]["mxnet_version"][1])
+    except (KeyError, TypeError, IndexError, ValueError):
+        return 800  # files without a version were written by MXNet 0.8
+
+
+def _upgrade(raw_nodes: list, version: int) -> None:
+    """MXNet's legacy_json_util upgrades, applied to the raw node dicts in place."""
+    legacy = any("param" in n or "attr" in n for n in raw_nodes)
+    for raw in raw_nodes:
+        raw["attrs"] = _node_attrs(raw, legacy)
+        raw.pop("param", None)
+        raw.pop("attr", None)
+        raw["inputs"] = [list(e) + [0] * (3 - len(e)) for e in raw.get("inputs", [])]
+    if version < 900:  # 0.8 kept per-input multipliers on the op: weight_lr_mult=...
+        for raw in raw_nodes:
+            _move_input_mults(raw, raw_nodes)
+    if version < 904:  # argmax/argmin axis=-1 used to mean "flatten"
+        for raw in raw_nodes:
+            if raw.get("op") in ("argmax", "argmin") and raw["attrs"].get("axis") == "-1":
+                del raw["attrs"]["axis"]
+
+
+def _move_input_mults(raw: dict, raw_nodes: list) -> None:
+    attrs = raw["attrs"]
+    for key in list(attrs):
+        for hidden in _HIDDEN_KEYS:
+            suffix = "_" + hidden
+            if key.endswith(suffix) and key != hidden:
+                target = f"{raw.get('name')}_{key[:-len(suffix)]}"
+                for entry in raw["inputs"]:
+                    src = raw_nodes[entry[0]] if 0 <= entry[0] < len(raw_nodes) else None
+                    if src is not None and src.get("name") == target:
+                        src.setdefault("attrs", {})[f"__{hidden}__"] = attrs[key]
+                del attrs[key]
+                break
 
 
 def _order(raw_nodes: list) -> list[int]:
@@ -119,12 +172,12 @@ def _order(raw_nodes: list) -> list[int]:
     raise GraphError(f"Symbol JSON has a cycle through nodes {names}")
 
 
-def _build_node(i: int, raw: dict, built: dict[int, Node], legacy: bool) -> Node:
+def _build_node(i: int, raw: dict, built: dict[int, Node]) -> Node:
     try:
         op_name, name = raw["op"], raw["name"]
     except KeyError as err:
         raise GraphError(f"Symbol JSON: node {i} lacks the key {err}") from None
-    attrs = _node_attrs(raw, legacy)
+    attrs = dict(raw.get("attrs") or {})
     if op_name == "null":
         return Node(None, name, attrs)
     node = Node(get_op(op_name), name, attrs)
@@ -134,7 +187,9 @@ def _build_node(i: int, raw: dict, built: dict[int, Node], legacy: bool) -> Node
     n_missing = len(slots) - len(node.inputs)
     if n_missing > 0 and len(node.inputs) >= len(node.op.input_names(p)):
         # legacy files left aux states implicit; MXNet's upgrader creates them like this
-        node.inputs += [(Node(None, f"{name}_{s}"), 0) for s in slots[len(node.inputs):]]
+        extra = node.op.var_attrs or {}
+        node.inputs += [(Node(None, f"{name}_{s}", {**attrs, **extra.get(s, {})}), 0)
+                        for s in slots[len(node.inputs):]]
     elif n_missing != 0:
         raise GraphError(f"Symbol JSON: {node.where} has {len(node.inputs)} inputs, the op "
                          f"takes {slots}")
@@ -154,10 +209,13 @@ def load_json(json_str: str) -> Symbol:
         raise GraphError(f"Symbol JSON is malformed: {err}") from None
     if not isinstance(raw_nodes, list) or not raw_nodes:
         raise GraphError("Symbol JSON is malformed: 'nodes' must be a non-empty list")
-    legacy = any("param" in n or "attr" in n for n in raw_nodes)
+    if not all(isinstance(n, dict) for n in raw_nodes):
+        raise GraphError("Symbol JSON is malformed: every node must be an object")
+    _order(raw_nodes)  # reject cycles and dangling inputs before touching the nodes
+    _upgrade(raw_nodes, _version(doc))
     built: dict[int, Node] = {}
     for i in _order(raw_nodes):
-        built[i] = _build_node(i, raw_nodes[i], built, legacy)
+        built[i] = _build_node(i, raw_nodes[i], built)
     try:
         heads = [(built[h[0]], int(h[1])) for h in raw_heads]
     except (KeyError, IndexError, TypeError) as err:
