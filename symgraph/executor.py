@@ -129,8 +129,9 @@ class Executor:
     # ------------------------------------------------------------ running
     def forward(self, is_train: bool = False, **kwargs) -> list[NDArray]:
         """Run the forward pass; keyword arrays are copied into the named arguments first."""
-        for name, value in kwargs.items():
-            self._copy_in(name, value)
+        staged = [self._check_in(name, value) for name, value in kwargs.items()]
+        for dst, src in staged:  # validated all first: a bad array changes nothing
+            dst.copy_(src)
         self._rt.is_train = bool(is_train)
         # an executor with gradients keeps what backward needs even after an inference
         # forward (MXNet allows backward then); an inference-only one frees values early
@@ -145,15 +146,15 @@ class Executor:
         self._forwarded = True
         return self.outputs
 
-    def _copy_in(self, name: str, value) -> None:
+    def _check_in(self, name: str, value) -> tuple:
         if name not in self.arg_dict:
             raise BindError(f"forward: unknown argument {name!r}; arguments are {self._arg_names}")
         dst = self.arg_dict[name]
         src = value._t if isinstance(value, NDArray) else torch.as_tensor(np.asarray(value))
         if tuple(src.shape) != dst.shape:
-            raise ShapeError(f"forward: argument {name} has shape {dst.shape}, got an array of "
-                             f"shape {tuple(src.shape)}; use Executor.reshape to change shapes")
-        dst._t.copy_(src)
+            raise ShapeError(f"Shape not match! Argument {name}, need: {dst.shape}, received: "
+                             f"{tuple(src.shape)} (use Executor.reshape to change shapes)")
+        return dst._t, src
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
         """Run the backward pass and write (or add) gradients into ``grad_arrays``."""
@@ -196,6 +197,7 @@ class Executor:
     def copy_params_from(self, arg_params: Mapping, aux_params: Mapping | None = None,
                          allow_extra_params: bool = False) -> None:
         """Copy values into the bound arguments and aux states by name."""
+        staged = []
         for params, target, kind in ((arg_params, self.arg_dict, "arguments"),
                                      (aux_params or {}, self.aux_dict, "aux states")):
             for name, value in params.items():
@@ -208,7 +210,9 @@ class Executor:
                 if tuple(src.shape) != tuple(dst.shape):
                     raise ShapeError(f"copy_params_from: {name} has shape {tuple(dst.shape)}, "
                                      f"got {tuple(src.shape)}")
-                dst.copy_(src)
+                staged.append((dst, src))
+        for dst, src in staged:  # all checked first: a bad entry changes nothing
+            dst.copy_(src)
 
     def set_monitor_callback(self, callback: Callable, monitor_all: bool = False) -> None:
         """Call ``callback(name, array)`` on every op output (and input with ``monitor_all``)."""

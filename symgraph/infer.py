@@ -68,7 +68,8 @@ def _apply_rule(kind: _Kind, ig: IndexedGraph, nid: int, values: list) -> bool:
     changed = False
     names = _slot_names(node)
     for slot, (e, new) in enumerate(zip(ins, new_ins)):
-        what = f"input '{names[slot] if slot < len(names) else slot}'"
+        src = node.inputs[slot][0]
+        what = f"input '{names[slot] if slot < len(names) else slot}' ({src.name})"
         merged = _merge(kind, node, values[e], new, what)
         if merged != values[e]:
             values[e], changed = merged, True

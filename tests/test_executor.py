@@ -1,0 +1,175 @@
+"""Executor behaviour: binding variants and errors, grad_req, freezing, reshape, monitor, plan."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+
+
+def mlp(hidden=4, classes=3):
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, num_hidden=hidden, name="fc1")
+    net = mx.sym.Activation(net, act_type="tanh", name="act")
+    net = mx.sym.FullyConnected(net, num_hidden=classes, name="fc2")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def filled(exe, seed=0):
+    rng = np.random.RandomState(seed)
+    for name, arr in exe.arg_dict.items():
+        arr[:] = rng.randint(0, 3, arr.shape) if name == "softmax_label" else \
+            rng.uniform(-1, 1, arr.shape)
+    return exe
+
+
+def test_simple_bind_allocates_zeros_and_infers_shapes():
+    exe = mlp().simple_bind(mx.cpu(), data=(5, 7))
+    assert exe.arg_dict["fc1_weight"].shape == (4, 7)
+    assert exe.arg_dict["softmax_label"].shape == (5,)
+    assert all(float(a.asnumpy().sum()) == 0 for a in exe.arg_arrays)
+    assert exe.outputs[0].shape == (5, 3)
+
+
+def test_grad_req_forms_and_freeze_attribute():
+    net = mlp()
+    exe = net.simple_bind(mx.cpu(), grad_req={"fc1_weight": "write", "fc2_bias": "add"},
+                          data=(2, 3))
+    assert [n for n, g in exe.grad_dict.items() if g is not None] == ["fc1_weight", "fc2_bias"]
+    frozen = mx.sym.Variable("fc1_weight", attr={"__grad__": "freeze"})
+    net2 = mx.sym.FullyConnected(mx.sym.Variable("data"), weight=frozen, num_hidden=2,
+                                 name="fc1")
+    exe2 = net2.simple_bind(mx.cpu(), data=(2, 3))
+    assert exe2.grad_dict["fc1_weight"] is None
+    assert exe2.grad_dict["fc1_bias"] is not None
+
+
+@pytest.mark.parametrize("req", ["foo", ["write"], {"nope": "write"}, 3])
+def test_invalid_grad_req_raises(req):
+    with pytest.raises(mx.base.BindError):
+        mlp().simple_bind(mx.cpu(), grad_req=req, data=(2, 3))
+
+
+def test_missing_input_shape_names_the_argument():
+    with pytest.raises(mx.base.ShapeError, match="data"):
+        mlp().simple_bind(mx.cpu())
+
+
+def test_bind_with_lists_and_dicts_and_errors():
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc")
+    args = {"data": mx.nd.ones((2, 4)), "fc_weight": mx.nd.ones((3, 4)),
+            "fc_bias": mx.nd.zeros((3,))}
+    exe = net.bind(mx.cpu(), args)
+    np.testing.assert_allclose(exe.forward()[0].asnumpy(), np.full((2, 3), 4.0))
+    exe = net.bind(mx.cpu(), [args[n] for n in net.list_arguments()],
+                   args_grad={n: mx.nd.zeros(a.shape) for n, a in args.items()})
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.ones((2, 3)))
+    np.testing.assert_allclose(exe.grad_dict["fc_bias"].asnumpy(), [2, 2, 2])
+    with pytest.raises(mx.base.ShapeError, match="fc_weight"):
+        net.bind(mx.cpu(), {**args, "fc_weight": mx.nd.ones((3, 5))})
+    with pytest.raises(mx.base.BindError, match="missing"):
+        net.bind(mx.cpu(), {"data": args["data"]})
+    with pytest.raises(mx.base.BindError):
+        net.bind(mx.cpu(), [args["data"]])
+    with pytest.raises(mx.base.DTypeError):
+        net.bind(mx.cpu(), args, args_grad={"fc_bias": mx.nd.zeros((3,), dtype="float64")})
+
+
+def test_forward_kwargs_validate_everything_before_copying():
+    exe = filled(mlp().simple_bind(mx.cpu(), data=(2, 3)))
+    before = exe.arg_dict["data"].asnumpy().copy()
+    with pytest.raises(mx.base.ShapeError, match="Shape not match"):
+        exe.forward(data=np.ones((2, 3)), softmax_label=np.ones((3,)))
+    np.testing.assert_array_equal(exe.arg_dict["data"].asnumpy(), before)
+    with pytest.raises(mx.base.BindError, match="unknown argument"):
+        exe.forward(nonexistent=np.ones((2, 3)))
+
+
+def test_grad_req_add_accumulates_and_write_overwrites():
+    net = mlp()
+    exe_w = filled(net.simple_bind(mx.cpu(), grad_req="write", data=(3, 5)))
+    exe_a = filled(net.simple_bind(mx.cpu(), grad_req="add", data=(3, 5)))
+    for _ in range(2):
+        for exe in (exe_w, exe_a):
+            exe.forward(is_train=True)
+            exe.backward()
+    np.testing.assert_allclose(exe_a.grad_dict["fc1_weight"].asnumpy(),
+                               2 * exe_w.grad_dict["fc1_weight"].asnumpy(), rtol=1e-5)
+
+
+def test_copy_params_from_checks_names_and_shapes():
+    exe = mlp().simple_bind(mx.cpu(), data=(2, 3))
+    exe.copy_params_from({"fc1_weight": mx.nd.ones((4, 3))})
+    assert float(exe.arg_dict["fc1_weight"].asnumpy().sum()) == 12
+    with pytest.raises(ValueError, match="nope"):
+        exe.copy_params_from({"nope": mx.nd.ones((1,))})
+    exe.copy_params_from({"nope": mx.nd.ones((1,))}, allow_extra_params=True)
+    with pytest.raises(mx.base.ShapeError):
+        exe.copy_params_from({"fc1_bias": mx.nd.ones((4,)), "fc2_bias": mx.nd.ones((9,))})
+    assert float(exe.arg_dict["fc1_bias"].asnumpy().sum()) == 0  # nothing half-applied
+
+
+def test_reshape_shares_parameters_and_checks_sizes():
+    exe = filled(mlp().simple_bind(mx.cpu(), data=(4, 3)))
+    small = exe.reshape(data=(2, 3), softmax_label=(2,))
+    assert small.arg_dict["fc1_weight"] is exe.arg_dict["fc1_weight"]
+    assert small.arg_dict["data"].shape == (2, 3)
+    with pytest.raises(mx.base.ShapeError, match="allow_up_sizing"):
+        exe.reshape(data=(8, 3), softmax_label=(8,))
+    big = exe.reshape(allow_up_sizing=True, data=(8, 3), softmax_label=(8,))
+    assert big.outputs[0].shape == (8, 3)
+    with pytest.raises(mx.base.ShapeError, match="partial_shaping"):
+        exe.reshape(data=(2, 3))
+
+
+def test_monitor_callback_sees_every_output():
+    exe = filled(mlp().simple_bind(mx.cpu(), data=(2, 3)))
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.shape)))
+    exe.forward(is_train=True)
+    assert [n for n, _ in seen] == ["fc1_output", "act_output", "fc2_output", "softmax_output"]
+    seen.clear()
+    exe.set_monitor_callback(lambda name, arr: seen.append(name), monitor_all=True)
+    exe.forward()
+    assert "fc1_data" in seen and "fc1_weight" in seen
+
+
+def test_backward_after_inference_forward_and_before_any_forward():
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc")
+    exe = net.simple_bind(mx.cpu(), data=(2, 4))
+    exe.arg_dict["data"][:] = 1
+    exe.backward(mx.nd.ones((2, 3)))
+    np.testing.assert_allclose(exe.grad_dict["fc_weight"].asnumpy(), np.full((3, 4), 2.0))
+    exe.forward(is_train=False)
+    exe.backward(mx.nd.ones((2, 3)) * 2)
+    np.testing.assert_allclose(exe.grad_dict["fc_weight"].asnumpy(), np.full((3, 4), 4.0))
+
+
+def test_shared_exec_and_shared_buffer_share_arrays():
+    net = mlp()
+    buf = {}
+    a = net.simple_bind(mx.cpu(), data=(4, 3), shared_buffer=buf)
+    b = net.simple_bind(mx.cpu(), data=(4, 3), shared_exec=a,
+                        shared_arg_names=["fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"])
+    assert b.arg_dict["fc1_weight"] is a.arg_dict["fc1_weight"]
+    assert b.grad_dict["fc2_bias"] is a.grad_dict["fc2_bias"]
+    assert buf["data"] is a.arg_dict["data"]
+
+
+def test_type_dict_binds_float64():
+    exe = mlp().simple_bind(mx.cpu(), type_dict={"data": np.float64}, data=(2, 3))
+    assert all(a.dtype == np.float64 for a in exe.arg_arrays)
+    assert filled(exe).forward()[0].dtype == np.float64
+
+
+def test_debug_str_lists_launches_and_memory_plan():
+    net = mx.sym.Variable("data")
+    for i in range(6):
+        net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=16, name=f"fc{i}"),
+                                act_type="relu", name=f"relu{i}")
+    exe = net.simple_bind(mx.cpu(), grad_req="null", data=(8, 16))
+    text = exe.debug_str()
+    assert "torch:FullyConnected" in text and "Total planned memory" in text
+    mem = exe._plan.memory
+    assert mem.planned_bytes < mem.naive_bytes  # lifetimes let buffers be reused
