@@ -1,4 +1,4 @@
-"""MXNet attribute strings: parsing ``"(3, 3)"``, ``"False"``, ``"None"`` into typed values and back.
+"""MXNet attribute strings: parse ``"(3, 3)"``, ``"False"``, ``"None"`` into values and back.
 
 MXNet keeps every operator attribute as the string Python's ``str()`` made of the
 keyword argument; JSON files store those strings. An op's :class:`Param` schema parses

@@ -414,7 +414,7 @@ def _reshape(exe: Executor, partial_shaping: bool, allow_up_sizing: bool,
 
 def _format_steps(title: str, steps, plan: Plan) -> list[str]:
     lines = [f"{title} ({len(steps)} kernel launches):"]
-    for fn, p, ins, aux, outs, frees, node in steps:
+    for *_, outs, _frees, node in steps:
         shape = plan.shapes[outs[0]]
         lines.append(f"  {node.name:<32} {plan.impl[node.name]:<32} -> "
                      f"{'x'.join(map(str, shape))} {plan.dtypes[outs[0]]}")

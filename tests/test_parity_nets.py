@@ -1,4 +1,4 @@
-"""Networks bound with simple_bind match MXNet 1.9.1 (fixtures from tests/fixtures/mxnet/generate.py).
+"""Networks bound with simple_bind match MXNet 1.9.1 (tests/fixtures/mxnet/generate.py).
 
 Each fixture holds MXNet's initial arguments, outputs, gradients and BatchNorm moving
 statistics; we load its ``symbol.json``, bind, run, and compare to float32 tolerance.

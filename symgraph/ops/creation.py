@@ -1,4 +1,4 @@
-"""Array creation without inputs: ``_zeros``, ``_ones``, ``_full``, ``_arange`` (``sym.zeros`` ...)."""
+"""Array creation without inputs: ``_zeros``, ``_ones``, ``_full``, ``_arange``."""
 from __future__ import annotations
 
 import math

@@ -243,11 +243,12 @@ scalar("_maximum_scalar", lambda x, s: torch.clamp(x, min=s),
 scalar("_minimum_scalar", lambda x, s: torch.clamp(x, max=s),
        lambda g, x, y, dy, s: _mul(g, dy, _scalar(g, "_lesser_equal_scalar", x, s)),
        "min(x, s)", ("_MinimumScalar",), case_scalar=0.1)
-scalar("_mod_scalar", torch.remainder, lambda g, x, y, dy, s: dy, "x - floor(x / s) * s", ("_ModScalar",),
-       low=0.1, high=1.0)
+scalar("_mod_scalar", torch.remainder, lambda g, x, y, dy, s: dy, "x - floor(x / s) * s",
+       ("_ModScalar",), low=0.1, high=1.0)
 scalar("_rmod_scalar", lambda x, s: torch.remainder(torch.full_like(x, s), x),
        lambda g, x, y, dy, s: g.op("negative", _mul(g, dy, g.op("floor", g.op(
-           "_rdiv_scalar", x, scalar=s)))), "s - floor(s / x) * x", ("_RModScalar",), low=0.6, high=1.0)
+           "_rdiv_scalar", x, scalar=s)))), "s - floor(s / x) * x", ("_RModScalar",),
+       low=0.6, high=1.0)
 
 for _name, _fn, _alias in [
         ("_equal_scalar", torch.eq, "_EqualScalar"),

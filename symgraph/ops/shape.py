@@ -1,4 +1,4 @@
-"""Core shape ops: Reshape (MXNet's special codes), Flatten, reshape_like, expand_dims, transpose."""
+"""Core shape ops: Reshape (with MXNet's codes), Flatten, reshape_like, expand_dims, transpose."""
 from __future__ import annotations
 
 import math

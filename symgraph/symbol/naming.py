@@ -1,4 +1,4 @@
-"""Automatic naming (``mx.name.NameManager``, ``Prefix``) and attribute scopes (``mx.AttrScope``)."""
+"""Automatic naming (``mx.name.NameManager``, ``Prefix``) and ``mx.AttrScope``."""
 from __future__ import annotations
 
 import threading
@@ -12,8 +12,8 @@ _local = threading.local()
 class NameManager:
     """Gives unnamed symbols names ``<hint><count>`` (``fullyconnected0``, ``fullyconnected1``).
 
-    >>> with NameManager():
-    ...     NameManager.current.get(None, 'fullyconnected'), NameManager.current.get(None, 'fullyconnected')
+    >>> with NameManager() as names:
+    ...     names.get(None, 'fullyconnected'), names.get(None, 'fullyconnected')
     ('fullyconnected0', 'fullyconnected1')
     """
 

@@ -72,15 +72,10 @@ def _positional_params(op: OpDef, called: str, args: list, kwargs: dict):
         if name in kwargs:
             raise TypeError(f"{called}() got multiple values for argument '{name}'")
         kwargs[name] = value
-    if extra and not op.key_var_num_args and first == 0 and op.params:
-        raise TypeError(f"Argument {op.input_names(_defaults(op))[0] if not callable(op.inputs) else 'data'} "
-                        f"must be Symbol instances, but got {extra[0]!r}")
+    if extra and first == 0 and _static_slots(op):  # sym.FullyConnected(1.5, ...)
+        raise TypeError(f"Argument {_static_slots(op)[0]} must be Symbol instances, but got "
+                        f"{extra[0]!r}")
     return args[:first], kwargs
-
-
-def _defaults(op: OpDef):
-    from ..attrs import Params
-    return Params({p.name: p.default for p in op.params})
 
 
 def _wire_inputs(node: Node, slots: list[str], positional: list, keyword: dict) -> list:
@@ -116,9 +111,9 @@ def _docstring(called: str, op: OpDef) -> str:
     for param in p:
         lines += [f"{param.name} : {param.kind}, "
                   f"{'required' if param.required else f'default={param.default!r}'}"]
-        if param.doc or param.choices:
-            lines += [f"    {param.doc} {'one of ' + str(list(param.choices)) if param.choices else ''}"
-                      .rstrip()]
+        choices = f"one of {list(param.choices)}" if param.choices else ""
+        if param.doc or choices:
+            lines += [f"    {param.doc} {choices}".rstrip()]
     lines += ["name : str, optional", "    Node name (generated when omitted).",
               "attr : dict, optional", "    Extra attributes.", "", "Returns", "-------",
               "Symbol"]
@@ -138,10 +133,9 @@ def _signature(op: OpDef) -> inspect.Signature:
         params.append(P("args", P.VAR_POSITIONAL))
     else:
         params += [P(s, P.POSITIONAL_OR_KEYWORD, default=None) for s in _static_slots(op)]
-    kw = P.KEYWORD_ONLY if params and params[0].kind == P.VAR_POSITIONAL else P.POSITIONAL_OR_KEYWORD
     for param in op.params:
         if param.name not in {q.name for q in params}:
-            params.append(P(param.name, kw if kw == P.KEYWORD_ONLY else P.KEYWORD_ONLY,
+            params.append(P(param.name, P.KEYWORD_ONLY,
                             default=None if param.required else param.default))
     params += [P("name", P.KEYWORD_ONLY, default=None), P("attr", P.KEYWORD_ONLY, default=None),
                P("kwargs", P.VAR_KEYWORD)]

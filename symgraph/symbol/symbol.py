@@ -392,7 +392,7 @@ def Variable(name: str, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype
     >>> import symgraph as mx
     >>> v = mx.sym.Variable('w', shape=(2, 3), lr_mult=0.5)
     >>> sorted(v.list_attr().items())
-    [('__lr_mult__', '0.5'), ('__shape__', '(2, 3)')]
+    [('__lr_mult__', '0.5'), ('__shape__', '(2, 3)'), ('lr_mult', '0.5')]
     """
     from .naming import AttrScope
     if not isinstance(name, str):
