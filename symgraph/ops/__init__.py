@@ -3,12 +3,22 @@ from __future__ import annotations
 
 from . import (  # noqa: F401 - imported to register their ops
     activation,
+    batch_norm,
     broadcast,
+    dropout,
     elementwise,
     fully_connected,
+    l2_normalization,
+    layer_norm,
+    leaky_relu,
+    make_loss,
     matmul,
     reduce,
+    regression_output,
     shape,
+    smooth_l1,
+    softmax,
+    softmax_cross_entropy,
     softmax_output,
 )
 from .base import OPS, Case, OpDef, canonical_ops, get_op, register

@@ -1,0 +1,57 @@
+"""MakeLoss: mark any symbol as a loss; forward is the identity.
+
+Backward ignores the head gradient and gives every element ``grad_scale / norm`` with
+``norm`` by ``normalization``: ``null`` 1; ``batch`` the size of every axis but the last
+(MXNet flattens the data to 2-D and divides by the rows: (2, 3, 4) data divides by 6,
+1-D data by 1); ``valid`` the number of elements greater than ``valid_thresh`` (at least 1).
+
+>>> import symgraph as mx
+>>> x = mx.sym.Variable('data')
+>>> exe = mx.sym.MakeLoss(x, normalization='batch').simple_bind(mx.cpu(), data=(3, 2))
+>>> _ = exe.forward(is_train=True)
+>>> exe.backward()
+>>> exe.grad_dict['data'].asnumpy().astype(float).round(4).tolist()
+[[0.3333, 0.3333], [0.3333, 0.3333], [0.3333, 0.3333]]
+"""
+from __future__ import annotations
+
+import torch
+
+from ..attrs import Param
+from .base import Case, OpDef, register, unary_shape
+
+_PARAMS = (
+    Param("grad_scale", "float", 1.0, doc="Scale the gradient by this factor."),
+    Param("valid_thresh", "float", 0.0, doc="Elements above it count as valid."),
+    Param("normalization", "str", "null", choices=("batch", "null", "valid"),
+          doc="Divide the gradient by nothing, the batch size or the valid count."),
+)
+
+
+def _backward(p, ins, aux, rt):
+    out = ins[0]
+    if p.normalization == "batch":
+        norm = float(out.numel() // out.shape[-1]) if out.dim() and out.shape[-1] else 1.0
+    elif p.normalization == "valid":
+        norm = float(max(int((out > p.valid_thresh).sum()), 1))
+    else:
+        norm = 1.0
+    return (torch.full_like(out, p.grad_scale / norm),)
+
+
+register(OpDef(
+    name="_backward_MakeLoss", params=_PARAMS, hidden=True, inputs=("output",),
+    infer_shape=unary_shape, forward=_backward,
+    doc="The gradient of MakeLoss: ``grad_scale / norm`` everywhere."))
+
+register(OpDef(
+    name="MakeLoss", params=_PARAMS, infer_shape=unary_shape, loss=True,
+    forward=lambda p, ins, aux, rt: (ins[0].clone(),),
+    gradient=lambda g, p, ins, outs, og: [g.op("_backward_MakeLoss", outs[0], **p)],
+    cases=(Case(((3, 4),), grad=False),
+           Case(((2, 3, 2),), {"normalization": "batch", "grad_scale": 2.0}, grad=False),
+           Case(((5,),), {"normalization": "valid", "valid_thresh": 0.1}, grad=False)),
+    doc="""Use ``data`` as a loss: the identity forward; backward ignores the head gradient
+    and writes ``grad_scale / norm`` everywhere (``normalization``: null 1, batch the
+    product of all but the last axis, valid the count of elements > ``valid_thresh``).
+    """))
