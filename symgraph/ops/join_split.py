@@ -1,0 +1,233 @@
+"""Joining and splitting along an axis: ``Concat``, ``stack`` and ``SliceChannel`` (``split``).
+
+Each is the other's gradient: ``SliceChannel`` back-propagates with ``Concat`` (or
+``stack`` when it squeezes the axis), ``stack`` with a squeezing ``SliceChannel``, and
+``Concat`` with the hidden multi-output ``_backward_Concat``, which needs the inputs'
+sizes along the axis.
+
+Examples
+--------
+>>> import symgraph as mx
+>>> a, b = mx.sym.Variable('a'), mx.sym.Variable('b')
+>>> mx.sym.Concat(a, b, dim=1).infer_shape(a=(2, 3), b=(2, 5))[1]
+[(2, 8)]
+>>> mx.sym.Concat(a, b).infer_shape(a=(2, 3), b=(4, 5))  # doctest: +IGNORE_EXCEPTION_DETAIL
+Traceback (most recent call last):
+ShapeError: Incompatible input shape: expected (2, -1), got (4, 5) for input 1
+
+>>> mx.sym.stack(a, b, axis=-1).infer_shape(a=(2, 3), b=(2, 3))[1]
+[(2, 3, 2)]
+
+>>> parts = mx.sym.SliceChannel(mx.sym.Variable('x'), num_outputs=2, name='sc')
+>>> parts.list_outputs()
+['sc_output0', 'sc_output1']
+>>> parts.infer_shape(x=(2, 6))[1]
+[(2, 3), (2, 3)]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..attrs import Param
+from ..base import DTypeError, ShapeError
+from .base import Case, OpDef, register
+
+
+@dataclass(frozen=True)
+class AtLeast(Param):
+    """An int parameter with a lower bound, checked when the node is created (as MXNet does)."""
+
+    low: int = 1
+
+    def parse(self, text: str) -> int:
+        value = super().parse(text)
+        if value < self.low:
+            raise ValueError(f"value {value} for Parameter {self.name} should be greater equal "
+                             f"to {self.low}")
+        return value
+
+
+def norm_axis(axis: int, ndim: int, what: str) -> int:
+    """``axis`` in ``[-ndim, ndim)`` made non-negative; MXNet's wording when out of range."""
+    if not -ndim <= axis < ndim:
+        raise ShapeError(f"{what}: axis {axis} exceeds the input dimension of {ndim}")
+    return axis % ndim
+
+
+def shared_type(p, types: list):
+    """Dtype rule: every input and output share one dtype; MXNet's Concat wording on conflict."""
+    known = [(i, t) for i, t in enumerate(types) if t is not None]
+    if not known:
+        return None
+    first = known[0][1]
+    for i, t in known:
+        if t != first:
+            raise DTypeError(f"Non-uniform data type, expected data type {first}, got data type "
+                             f"{t} for input {i}")
+    return [first] * len(types), [first]
+
+
+def _args(p) -> list[str]:
+    return [f"arg{i}" for i in range(p.num_args)]
+
+
+# ------------------------------------------------------------------ Concat
+
+def _merge_except(shapes: list, axis: int, ndim: int) -> list[int]:
+    """Unify every dimension but ``axis`` across the known input shapes."""
+    out = [0] * ndim
+    for i, s in enumerate(shapes):
+        if not s:
+            continue
+        expected = tuple(-1 if d == axis else out[d] or -1 for d in range(ndim))
+        if len(s) != ndim:
+            raise ShapeError(f"Incompatible input shape: expected {expected}, got {tuple(s)} "
+                             f"for input {i}")
+        for d in range(ndim):
+            if d == axis:
+                continue
+            if out[d] and s[d] and out[d] != s[d]:
+                raise ShapeError(f"Incompatible input shape: expected {expected}, got "
+                                 f"{tuple(s)} for input {i}")
+            out[d] = out[d] or s[d]
+    return out
+
+
+def _concat_shape(p, shapes):
+    first = next((s for s in shapes if s), None)
+    if first is None:
+        return None
+    ndim = len(first)
+    axis = norm_axis(p.dim, ndim, "Concat")
+    common = _merge_except(shapes, axis, ndim)
+    sizes = [s[axis] if s else 0 for s in shapes]
+    ins = [tuple(sz if d == axis else common[d] for d in range(ndim)) for sz in sizes]
+    total = sum(sizes) if all(sizes) else 0
+    return ins, [tuple(total if d == axis else common[d] for d in range(ndim))]
+
+
+def _concat_forward(p, ins, aux, rt):
+    return (torch.cat(list(ins), dim=norm_axis(p.dim, ins[0].dim(), "Concat")),)
+
+
+register(OpDef(
+    name="Concat", aliases=("concat",), key_var_num_args="num_args",
+    params=(AtLeast("num_args", "int", doc="Number of inputs to join."),
+            Param("dim", "int", 1, doc="The axis to join along (negative counts from the end).")),
+    inputs=_args, infer_shape=_concat_shape, infer_type=shared_type, forward=_concat_forward,
+    gradient=lambda g, p, ins, outs, og: g.multi("_backward_Concat", og[0], *ins,
+                                                  num_args=len(ins), dim=p.dim),
+    cases=(Case(((2, 3, 4), (2, 1, 4), (2, 2, 4))), Case(((3, 2), (1, 2)), {"dim": 0}),
+           Case(((2, 3, 1), (2, 3, 2)), {"dim": -1}), Case(((2, 3),))),
+    doc="Join arrays along an existing axis ``dim``; every other dimension must agree."))
+
+
+def _backward_concat(p, ins, aux, rt):
+    axis = norm_axis(p.dim, ins[0].dim(), "Concat")
+    return tuple(torch.split(ins[0], [x.shape[axis] for x in ins[1:]], dim=axis))
+
+
+register(OpDef(
+    name="_backward_Concat", hidden=True,
+    params=(Param("num_args", "int"), Param("dim", "int", 1)),
+    inputs=lambda p: ["ograd"] + _args(p), outputs=lambda p: [f"{a}_grad" for a in _args(p)],
+    infer_shape=lambda p, s: (s, list(s[1:])) if all(s[1:]) else None,
+    infer_type=shared_type, forward=_backward_concat,
+    gradient=lambda g, p, ins, outs, og: [g.op("Concat", *og, num_args=len(og), dim=p.dim)]
+    + [None] * p.num_args,
+    cases=(Case(((2, 5, 3), (2, 2, 3), (2, 3, 3)), {"num_args": 2}, no_grad_inputs=(1, 2)),),
+    doc="Split a ``Concat`` output gradient back into one gradient per input."))
+
+
+# ------------------------------------------------------------------ stack
+
+def _stack_shape(p, shapes):
+    first = next((s for s in shapes if s), None)
+    if first is None:
+        return None
+    common = list(first)
+    for i, s in enumerate(shapes):
+        if s and len(s) != len(common):
+            raise ShapeError(f"stack: all inputs must have one shape, got {tuple(first)} and "
+                             f"{tuple(s)} for input {i}")
+        for d, n in enumerate(s):
+            if common[d] and n and common[d] != n:
+                raise ShapeError(f"stack: all inputs must have one shape, got {tuple(first)} "
+                                 f"and {tuple(s)} for input {i}")
+            common[d] = common[d] or n
+    axis = norm_axis(p.axis, len(common) + 1, "stack")
+    out = tuple(common[:axis]) + (len(shapes),) + tuple(common[axis:])
+    return [tuple(common)] * len(shapes), [out]
+
+
+register(OpDef(
+    name="stack", key_var_num_args="num_args",
+    params=(AtLeast("num_args", "int", doc="Number of inputs to stack."),
+            Param("axis", "int", 0, doc="Position of the new axis in the output.")),
+    inputs=_args, infer_shape=_stack_shape, infer_type=shared_type,
+    forward=lambda p, ins, aux, rt: (
+        torch.stack(list(ins), dim=norm_axis(p.axis, ins[0].dim() + 1, "stack")),),
+    gradient=lambda g, p, ins, outs, og: g.multi(
+        "SliceChannel", og[0], num_outputs=len(ins), axis=p.axis, squeeze_axis=True),
+    cases=(Case(((2, 3), (2, 3), (2, 3))), Case(((3, 2), (3, 2)), {"axis": -1}),
+           Case(((2, 1, 3), (2, 1, 3)), {"axis": 2})),
+    doc="Join arrays of one shape along a new axis ``axis``."))
+
+
+# ------------------------------------------------------------------ SliceChannel
+
+def _split_shape(p, shapes):
+    src = shapes[0]
+    if not src:
+        return None
+    axis = norm_axis(p.axis, len(src), "SliceChannel")
+    n, size = p.num_outputs, src[axis]
+    if p.squeeze_axis and size and size != n:
+        raise ShapeError(f"If squeeze axis is True, the size of the sliced axis must be the same "
+                         f"as num_outputs. Input shape={tuple(src)}, axis={p.axis}, "
+                         f"num_outputs={n}.")
+    if size % n:
+        raise ShapeError(f"You are trying to split the {axis}-th axis of input tensor with shape "
+                         f"{tuple(src)} into num_outputs={n} evenly sized chunks, but this is not "
+                         f"possible because {n} does not evenly divide {size}")
+    if p.squeeze_axis:
+        out = tuple(src[:axis]) + tuple(src[axis + 1:])
+    else:
+        out = tuple(src[:axis]) + (size // n,) + tuple(src[axis + 1:])
+    return shapes, [out or (1,)] * n
+
+
+def _split_forward(p, ins, aux, rt):
+    x = ins[0]
+    axis = norm_axis(p.axis, x.dim(), "SliceChannel")
+    parts = torch.chunk(x, p.num_outputs, dim=axis)
+    if p.squeeze_axis:
+        parts = [t.squeeze(axis) if x.dim() > 1 else t for t in parts]
+    return tuple(parts)
+
+
+def _split_grad(g, p, ins, outs, og):
+    if not p.squeeze_axis:
+        return [g.op("Concat", *og, num_args=len(og), dim=p.axis)]
+    # reshape_like: a squeezed 1-D split has (1,) parts, which stack would make (n, 1)
+    return [g.op("reshape_like", g.op("stack", *og, num_args=len(og), axis=p.axis), ins[0])]
+
+
+register(OpDef(
+    name="SliceChannel", aliases=("split",),
+    params=(AtLeast("num_outputs", "int", doc="Number of equal parts."),
+            Param("axis", "int", 1, doc="The axis to split."),
+            Param("squeeze_axis", "bool", False,
+                  doc="Drop the split axis (its size must equal num_outputs).")),
+    outputs=lambda p: [f"output{i}" for i in range(p.num_outputs)],
+    infer_shape=_split_shape, forward=_split_forward, gradient=_split_grad,
+    cases=(Case(((2, 6, 3),), {"num_outputs": 3}),
+           Case(((4, 3),), {"num_outputs": 2, "axis": 0}),
+           Case(((2, 3, 3),), {"num_outputs": 3, "axis": -1, "squeeze_axis": True}),
+           Case(((2, 5),), {"num_outputs": 1})),
+    doc="""Split an array into ``num_outputs`` equal parts along ``axis``.
+
+    The outputs are named ``output0 ... output{n-1}``; with ``squeeze_axis`` the split axis
+    (whose size must then equal ``num_outputs``) is dropped."""))
