@@ -176,6 +176,8 @@ class Executor:
         if isinstance(out_grads, NDArray):
             out_grads = [out_grads]
         slots = self._plan.head_grad_slots
+        if not slots:  # nothing is differentiated (every grad_req is null)
+            return
         if out_grads is not None and len(out_grads) != len(slots):
             raise BindError(f"backward: {len(out_grads)} out_grads for {len(slots)} outputs")
         for i, slot in enumerate(slots):

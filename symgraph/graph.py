@@ -22,7 +22,7 @@ Entry = tuple["Node", int]
 class Node:
     """A variable or an operator application in a symbol graph."""
 
-    __slots__ = ("op", "name", "attrs", "inputs", "_params", "__weakref__")
+    __slots__ = ("op", "name", "attrs", "inputs", "_params", "versions", "__weakref__")
 
     def __init__(self, op: OpDef | None, name: str, attrs: dict[str, str] | None = None,
                  inputs: list[Entry] | None = None, params: Params | None = None):
@@ -31,6 +31,8 @@ class Node:
         self.attrs: dict[str, str] = dict(attrs or {})
         self.inputs: list[Entry] = list(inputs or [])
         self._params = params
+        # input entry versions as a loaded JSON file gave them (None: count them when saving)
+        self.versions: list[int] | None = None
 
     @property
     def is_variable(self) -> bool:

@@ -44,10 +44,10 @@ def seed(seed_state: int, ctx="all") -> None:
         raise ValueError(f"seed_state must be an int, got {type(seed_state).__name__}")
     if ctx == "all":
         _seed_state["seed"] = seed_state
-        _generators.clear()
         torch.manual_seed(seed_state)
+        # re-seed in place: bound executors hold these generator objects (as in MXNet,
+        # seeding affects executors that already exist)
+        for device, gen in _generators.items():
+            gen.manual_seed(seed_state + (device.index or 0))
         return
-    device = _key(ctx.torch_device)
-    gen = torch.Generator(device=device)
-    gen.manual_seed(seed_state)
-    _generators[device] = gen
+    generator(ctx).manual_seed(seed_state)

@@ -64,6 +64,9 @@ def _input_entries(ig: IndexedGraph) -> list[list[list[int]]]:
             if slot >= n_regular:
                 versions[sid] = versions.get(sid, 0) + 1
             entries.append([sid, idx, versions.get(sid, 0) if src.op is None else 0])
+        if node.versions is not None and len(node.versions) == len(entries):
+            for entry, version in zip(entries, node.versions):
+                entry[2] = version  # keep what the loaded file said
         out.append(entries)
     return out
 
@@ -183,13 +186,16 @@ def _build_node(i: int, raw: dict, built: dict[int, Node]) -> Node:
     node = Node(get_op(op_name), name, attrs)
     p = node.params  # validate attributes now
     node.inputs = [(built[e[0]], int(e[1])) for e in raw.get("inputs", [])]
+    node.versions = [int(e[2]) for e in raw.get("inputs", [])]
     slots = node.op.input_names(p) + node.op.aux_names(p)
     n_missing = len(slots) - len(node.inputs)
     if n_missing > 0 and len(node.inputs) >= len(node.op.input_names(p)):
         # legacy files left aux states implicit; MXNet's upgrader creates them like this
         extra = node.op.var_attrs or {}
+        added = slots[len(node.inputs):]
         node.inputs += [(Node(None, f"{name}_{s}", {**attrs, **extra.get(s, {})}), 0)
-                        for s in slots[len(node.inputs):]]
+                        for s in added]
+        node.versions += [0] * len(added)
     elif n_missing != 0:
         raise GraphError(f"Symbol JSON: {node.where} has {len(node.inputs)} inputs, the op "
                          f"takes {slots}")

@@ -93,7 +93,11 @@ def _wire_inputs(node: Node, slots: list[str], positional: list, keyword: dict) 
     entries = []
     for slot in slots:
         if slot in given:
-            entries.append(_single(given[slot], node.where, slot))
+            entry = _single(given[slot], node.where, slot)
+            if entry[0].op is None:  # MXNet also marks given variables (no override)
+                for key, value in extra.get(slot, {}).items():
+                    entry[0].attrs.setdefault(key, value)
+            entries.append(entry)
         else:  # MXNet creates the missing input as a variable carrying the op's attributes
             attrs = {**node.attrs, **extra.get(slot, {})}
             entries.append((Node(None, f"{node.name}_{slot}", attrs), 0))

@@ -350,6 +350,7 @@ def copy_graph(heads: list[Entry], replace: dict[int, Entry]) -> dict[int, Node]
             continue
         new = Node(node.op, node.name, node.attrs, params=node._params)
         new.inputs = [_mapped(entry_map, mapping, e) for e in node.inputs]
+        new.versions = node.versions
         mapping[id(node)] = new
     return mapping
 
