@@ -55,6 +55,20 @@ def _parse_tuple(s: str) -> tuple[int, ...]:
     return tuple(int(v) for v in val)
 
 
+def _parse_tuple_with_none(s: str) -> tuple:
+    """A tuple of ints where entries may be None: slice's ``begin``/``end``/``step``."""
+    s = s.strip()
+    if s in ("", "()", "[]"):
+        return ()
+    val = ast.literal_eval(s)
+    if val is None or isinstance(val, int):
+        val = (val,)
+    if not isinstance(val, (tuple, list)) or not all(v is None or isinstance(v, int)
+                                                     for v in val):
+        raise ValueError(f"expected a tuple of int or None such as (None, 1), got {s!r}")
+    return tuple(val)
+
+
 def _parse_optional(inner):
     def parse(s: str):
         return None if s.strip() in ("None", "") else inner(s)
@@ -103,6 +117,7 @@ _PARSERS = {
     "int_or_none": _parse_optional(_parse_int),
     "float_or_none": _parse_optional(_parse_float),
     "shape_or_none": _parse_optional(_parse_tuple),
+    "shape_with_none": _parse_tuple_with_none,
     "axis": _parse_axis,
     "dtype": _parse_dtype,
     "dtype_or_none": _parse_optional(_parse_dtype),

@@ -26,27 +26,11 @@ ShapeError: Incompatible input shape: expected (2, -1), got (4, 5) for input 1
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from ..attrs import Param
 from ..base import DTypeError, ShapeError
 from .base import Case, OpDef, register
-
-
-@dataclass(frozen=True)
-class AtLeast(Param):
-    """An int parameter with a lower bound, checked when the node is created (as MXNet does)."""
-
-    low: int = 1
-
-    def parse(self, text: str) -> int:
-        value = super().parse(text)
-        if value < self.low:
-            raise ValueError(f"value {value} for Parameter {self.name} should be greater equal "
-                             f"to {self.low}")
-        return value
 
 
 def norm_axis(axis: int, ndim: int, what: str) -> int:
@@ -114,7 +98,7 @@ def _concat_forward(p, ins, aux, rt):
 
 register(OpDef(
     name="Concat", aliases=("concat",), key_var_num_args="num_args",
-    params=(AtLeast("num_args", "int", doc="Number of inputs to join."),
+    params=(Param("num_args", "int", doc="Number of inputs to join.", lower=1),
             Param("dim", "int", 1, doc="The axis to join along (negative counts from the end).")),
     inputs=_args, infer_shape=_concat_shape, infer_type=shared_type, forward=_concat_forward,
     gradient=lambda g, p, ins, outs, og: g.multi("_backward_Concat", og[0], *ins,
@@ -164,7 +148,7 @@ def _stack_shape(p, shapes):
 
 register(OpDef(
     name="stack", key_var_num_args="num_args",
-    params=(AtLeast("num_args", "int", doc="Number of inputs to stack."),
+    params=(Param("num_args", "int", doc="Number of inputs to stack.", lower=1),
             Param("axis", "int", 0, doc="Position of the new axis in the output.")),
     inputs=_args, infer_shape=_stack_shape, infer_type=shared_type,
     forward=lambda p, ins, aux, rt: (
@@ -217,7 +201,7 @@ def _split_grad(g, p, ins, outs, og):
 
 register(OpDef(
     name="SliceChannel", aliases=("split",),
-    params=(AtLeast("num_outputs", "int", doc="Number of equal parts."),
+    params=(Param("num_outputs", "int", doc="Number of equal parts.", lower=1),
             Param("axis", "int", 1, doc="The axis to split."),
             Param("squeeze_axis", "bool", False,
                   doc="Drop the split axis (its size must equal num_outputs).")),

@@ -48,7 +48,6 @@ ShapeError: cannot select an axis to squeeze out which has size=3 not equal to o
 """
 from __future__ import annotations
 
-import ast
 import math
 
 import torch
@@ -56,30 +55,6 @@ import torch
 from ..attrs import Param
 from ..base import ShapeError
 from .base import Case, OpDef, register
-
-
-class OptTupleParam(Param):
-    """A tuple of ints where entries may be ``None`` (slice's ``begin``/``end``/``step``).
-
-    attrs.py has no such kind, so the parser lives here (kind ``str`` satisfies the schema).
-    """
-
-    def parse(self, text: str) -> tuple:
-        s = text.strip()
-        if s in ("", "()", "[]"):
-            return ()
-        val = ast.literal_eval(s)
-        if val is None or isinstance(val, int):
-            val = (val,)
-        if not isinstance(val, (tuple, list)) or not all(
-                v is None or isinstance(v, int) for v in val):
-            raise ValueError(f"expected a tuple of int or None such as (None, 1), got {text!r}")
-        return tuple(val)
-
-    def describe(self) -> str:
-        default = "required" if self.required else f"default={self.default!r}"
-        return f"{self.name} : tuple of int or None, {default}"
-
 
 # ------------------------------------------------------------------ slice
 
@@ -167,9 +142,10 @@ def _scatter(g: torch.Tensor, shape: tuple, ranges) -> torch.Tensor:
     return out
 
 
-_SLICE_PARAMS = (OptTupleParam("begin", "str", doc="Start index per axis (None: from the edge)."),
-                 OptTupleParam("end", "str", doc="End index per axis, exclusive (None: to edge)."),
-                 OptTupleParam("step", "str", (), doc="Step per axis (None or empty: 1)."))
+_SLICE_PARAMS = (
+    Param("begin", "shape_with_none", doc="Start index per axis (None: from the edge)."),
+    Param("end", "shape_with_none", doc="End index per axis, exclusive (None: to edge)."),
+    Param("step", "shape_with_none", (), doc="Step per axis (None or empty: 1)."))
 
 register(OpDef(
     name="slice", aliases=("crop",), params=_SLICE_PARAMS, infer_shape=_slice_shape,
