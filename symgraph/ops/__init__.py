@@ -6,6 +6,8 @@ from . import (  # noqa: F401 - imported to register their ops
     batch_norm,
     broadcast,
     cast_clip,
+    convolution,
+    deconvolution,
     dropout,
     elementwise,
     fully_connected,
@@ -16,6 +18,7 @@ from . import (  # noqa: F401 - imported to register their ops
     leaky_relu,
     make_loss,
     matmul,
+    pooling,
     reduce,
     regression_output,
     sequence,
@@ -25,6 +28,7 @@ from . import (  # noqa: F401 - imported to register their ops
     softmax,
     softmax_cross_entropy,
     softmax_output,
+    upsampling,
 )
 from .base import OPS, Case, OpDef, canonical_ops, get_op, register
 
