@@ -7,6 +7,7 @@ from . import (  # noqa: F401 - imported to register their ops
     broadcast,
     cast_clip,
     convolution,
+    creation,
     deconvolution,
     dropout,
     elementwise,
