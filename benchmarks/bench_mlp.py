@@ -5,6 +5,7 @@ each median step time and the ratio symgraph / PyTorch eager, and with ``--json 
 writes the result with device, date and commit.
 
     python benchmarks/bench_mlp.py [--steps 200] [--json benchmarks/results/mlp_cpu.json]
+        [--mxnet-python /path/to/mxnet-venv/bin/python]
 """
 from __future__ import annotations
 
@@ -81,6 +82,47 @@ def timeit(fn, steps: int) -> float:
     return statistics.median(times)
 
 
+MXNET_SCRIPT = r"""
+import statistics, sys, time
+import mxnet as mx
+batch, sizes, steps = int(sys.argv[1]), [int(v) for v in sys.argv[2].split(",")], int(sys.argv[3])
+net = mx.sym.Variable("data")
+for i, h in enumerate(sizes[1:]):
+    net = mx.sym.FullyConnected(net, num_hidden=h, name="fc%d" % (i + 1))
+    if i < len(sizes) - 2:
+        net = mx.sym.Activation(net, act_type="relu", name="relu%d" % (i + 1))
+net = mx.sym.SoftmaxOutput(net, name="softmax")
+reqs = {n: "null" if n in ("data", "softmax_label") else "write" for n in net.list_arguments()}
+exe = net.simple_bind(mx.cpu(), grad_req=reqs, data=(batch, sizes[0]))
+for name, arr in exe.arg_dict.items():
+    arr[:] = mx.nd.random.uniform(0, 1, arr.shape) if name != "softmax_label" else 1
+def step():
+    exe.forward(is_train=True)
+    exe.backward()
+    mx.nd.waitall()
+for _ in range(10):
+    step()
+times = []
+for _ in range(steps):
+    t0 = time.perf_counter(); step(); times.append(time.perf_counter() - t0)
+print(statistics.median(times))
+"""
+
+
+def time_mxnet(python: str, steps: int) -> float | None:
+    """Median step time of the same network under MXNet 1.9.1 (its own virtualenv), or None."""
+    import os
+    if not python or not os.path.exists(python):
+        return None
+    sizes = ",".join(map(str, SIZES))
+    out = subprocess.run([python, "-c", MXNET_SCRIPT, str(BATCH), sizes, str(steps)],
+                         capture_output=True, text=True, timeout=600, check=False)
+    if out.returncode != 0:
+        print(f"MXNet peer failed: {out.stderr.strip().splitlines()[-1:]}")
+        return None
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def commit() -> str:
     try:
         return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True).strip()
@@ -93,6 +135,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--mxnet-python", default=None,
+                        help="python of a virtualenv with mxnet==1.9.1, to time MXNet too")
     args = parser.parse_args()
     exe = build_symgraph()
     model, x, y = build_torch(exe)
@@ -113,6 +157,10 @@ def main() -> None:
     print(f"symgraph     {sg_t * 1e3:8.3f} ms/step")
     print(f"torch eager  {pt_t * 1e3:8.3f} ms/step")
     print(f"ratio        {sg_t / pt_t:8.3f}x  (target <= 1.10x)")
+    mx_t = time_mxnet(args.mxnet_python, args.steps)
+    if mx_t is not None:
+        result.update(mxnet_ms=round(mx_t * 1e3, 4), ratio_vs_mxnet=round(sg_t / mx_t, 4))
+        print(f"mxnet 1.9.1  {mx_t * 1e3:8.3f} ms/step  (symgraph / mxnet {sg_t / mx_t:.3f}x)")
     if args.json:
         from symgraph.symbol.json_io import atomic_write
         atomic_write(args.json, (json.dumps(result, indent=2) + "\n").encode())
