@@ -74,3 +74,30 @@ def test_gradient_matches_finite_differences(op, case):
     for n in names:
         np.testing.assert_allclose(analytic[n], numeric[n], rtol=case.rtol, atol=case.atol,
                                    err_msg=f"{op.name} d/d{n}")
+
+
+LOSS_CASES = [p for p in CASES if p.values[1].loss is not None]
+
+
+@pytest.mark.parametrize("op,case", LOSS_CASES)
+def test_loss_gradient_matches_finite_differences_of_its_loss(op, case):
+    """A loss head's gradient is by definition: check it against its implied loss."""
+    values = draw_inputs(case)
+    _, exe = bind(op, case, values, grad=True)
+    exe.forward(is_train=True)
+    exe.backward()
+    p = exe._plan.forward_train[-1][1]
+    ins = [torch.from_numpy(v) for v in values]
+    x = ins[0].clone()
+    numeric = torch.zeros_like(x).view(-1)
+    flat = x.view(-1)
+    for k in range(flat.numel()):
+        orig = flat[k].item()
+        flat[k] = orig + 1e-6
+        plus = float(case.loss(p, [x] + ins[1:]))
+        flat[k] = orig - 1e-6
+        minus = float(case.loss(p, [x] + ins[1:]))
+        flat[k] = orig
+        numeric[k] = (plus - minus) / 2e-6
+    np.testing.assert_allclose(exe.grad_dict["in0"].asnumpy(), numeric.view(x.shape).numpy(),
+                               rtol=case.rtol, atol=case.atol)

@@ -64,7 +64,9 @@ class Case:
 
     ``low``/``high`` bound uniform inputs; ``ints`` maps an input index to an exclusive
     integer upper bound (indices, labels); ``grad`` False skips the finite-difference
-    check (for example a non-differentiable op or a loss whose gradient is by definition).
+    check of the forward (for example a loss head, whose gradient is by definition).
+    ``loss(p, ins) -> scalar tensor`` is the loss a loss head's gradient differentiates;
+    its central differences are checked against the head's data gradient instead.
     """
 
     shapes: tuple[Shape, ...]
@@ -77,6 +79,7 @@ class Case:
     train: bool = True
     rtol: float = 1e-4
     atol: float = 1e-5
+    loss: Callable | None = None
 
 
 def _names(spec) -> Callable[[Params], list[str]]:

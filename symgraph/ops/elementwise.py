@@ -93,11 +93,11 @@ unary("softsign", lambda x: x / (1 + x.abs()),
 unary("floor", torch.floor, _zero_grad, "floor(x)")
 unary("ceil", torch.ceil, _zero_grad, "ceil(x)")
 unary("round", lambda x: torch.sign(x) * torch.floor(torch.abs(x) + 0.5), _zero_grad,
-      "round half away from zero", fd=False)
+      "round half away from zero")
 unary("rint", lambda x: torch.where(x - torch.floor(x) <= 0.5, torch.floor(x), torch.ceil(x)),
-      _zero_grad, "x - floor(x) <= 0.5 ? floor(x) : ceil(x)", fd=False)
-unary("fix", torch.trunc, _zero_grad, "round toward zero", fd=False)
-unary("trunc", torch.trunc, _zero_grad, "trunc(x)", fd=False)
+      _zero_grad, "x - floor(x) <= 0.5 ? floor(x) : ceil(x)")
+unary("fix", torch.trunc, _zero_grad, "round toward zero")
+unary("trunc", torch.trunc, _zero_grad, "trunc(x)")
 unary("cbrt", lambda x: torch.sign(x) * torch.abs(x).pow(1.0 / 3.0),
       lambda g, x, y, dy: g.op("elemwise_div", dy, _scalar(g, "_mul_scalar", g.op("square", y),
                                                            3.0)), "cbrt(x)", low=0.5, high=2.0)
@@ -128,7 +128,7 @@ unary("radians", torch.deg2rad, lambda g, x, y, dy: _scalar(g, "_mul_scalar", dy
 unary("gammaln", torch.lgamma, lambda g, x, y, dy: _mul(g, dy, g.op("_digamma", x)),
       "lgamma(x)", low=0.5, high=3.0)
 unary("_digamma", torch.digamma, None, "digamma(x)", low=0.5, high=3.0, hidden=True)
-unary("logical_not", lambda x: torch.logical_not(x).to(x.dtype), _zero_grad, "!x", fd=False)
+unary("logical_not", lambda x: torch.logical_not(x).to(x.dtype), _zero_grad, "!x")
 unary("zeros_like", torch.zeros_like, _zero_grad, "0")
 unary("ones_like", torch.ones_like, _zero_grad, "1")
 unary("_copy", torch.clone, lambda g, x, y, dy: dy, "x", aliases=("identity",))

@@ -39,6 +39,18 @@ def _backward(p, ins, aux, rt):
     return (torch.full_like(out, p.grad_scale / norm),)
 
 
+def _implied_loss(p, ins):
+    """The loss MakeLoss's gradient differentiates: the scaled, normalised sum of data."""
+    x = ins[0]
+    if p.normalization == "batch":
+        norm = float(x.numel() // x.shape[-1]) if x.dim() > 1 else 1.0
+    elif p.normalization == "valid":
+        norm = float(max(int((x > p.valid_thresh).sum()), 1))
+    else:
+        norm = 1.0
+    return x.sum() * p.grad_scale / norm
+
+
 register(OpDef(
     name="_backward_MakeLoss", params=_PARAMS, hidden=True, inputs=("output",),
     infer_shape=unary_shape, forward=_backward,
@@ -48,9 +60,11 @@ register(OpDef(
     name="MakeLoss", params=_PARAMS, infer_shape=unary_shape, loss=True,
     forward=lambda p, ins, aux, rt: (ins[0].clone(),),
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_MakeLoss", outs[0], **p)],
-    cases=(Case(((3, 4),), grad=False),
-           Case(((2, 3, 2),), {"normalization": "batch", "grad_scale": 2.0}, grad=False),
-           Case(((5,),), {"normalization": "valid", "valid_thresh": 0.1}, grad=False)),
+    cases=(Case(((3, 4),), grad=False, loss=_implied_loss),
+           Case(((2, 3, 2),), {"normalization": "batch", "grad_scale": 2.0}, grad=False,
+                loss=_implied_loss),
+           Case(((5,),), {"normalization": "valid", "valid_thresh": 0.1}, grad=False,
+                loss=_implied_loss)),
     doc="""Use ``data`` as a loss: the identity forward; backward ignores the head gradient
     and writes ``grad_scale / norm`` everywhere (``normalization``: null 1, batch the
     product of all but the last axis, valid the count of elements > ``valid_thresh``).

@@ -77,10 +77,27 @@ _DOCS = {
     ``num_output`` being the label's size per sample. ``label`` gets a zero gradient.
     """,
 }
-_CASES = (Case(((4, 3), (4, 3)), grad=False),
-          Case(((2, 3, 2), (2, 3, 2)), {"grad_scale": 2.5}, grad=False),
-          Case(((5, 1), (5,)), grad=False),
-          Case(((2, 3, 2), (2, 6)), grad=False))
+def _implied(kind: str):
+    """The loss each head's gradient differentiates (per-sample sums, scaled like MXNet)."""
+    def loss(p, ins):
+        x, label = ins
+        label = label.reshape(x.shape)
+        scale = p.grad_scale / (label.numel() // label.shape[0])
+        if kind == "Linear":
+            return 0.5 * ((x - label) ** 2).sum() * scale
+        if kind == "Logistic":
+            out = torch.sigmoid(x)
+            return -(label * torch.log(out) + (1 - label) * torch.log1p(-out)).sum() * scale
+        return (x - label).abs().sum() * scale
+    return loss
+
+
+def _cases(kind: str) -> tuple:
+    loss = _implied(kind)
+    return (Case(((4, 3), (4, 3)), grad=False, loss=loss),
+            Case(((2, 3, 2), (2, 3, 2)), {"grad_scale": 2.5}, grad=False, loss=loss),
+            Case(((5, 1), (5,)), grad=False, loss=loss),
+            Case(((2, 3, 2), (2, 6)), grad=False, loss=loss))
 
 
 def _register(kind: str) -> None:
@@ -96,7 +113,7 @@ def _register(kind: str) -> None:
         forward=lambda p, ins, aux, rt: (fwd(ins[0]),), loss=True,
         gradient=lambda g, p, ins, outs, og: [g.op(backward, outs[0], ins[1], **p),
                                               g.op("zeros_like", ins[1])],
-        cases=_CASES,
+        cases=_cases(kind),
         doc=_DOCS[kind]))
 
 

@@ -99,6 +99,20 @@ def _backward_forward(p, ins, aux, rt):
     return (_from_2d(p, grad, out.shape),)
 
 
+def implied_loss(p, ins):
+    """The loss SoftmaxOutput's gradient differentiates: scaled, masked cross-entropy."""
+    x, label = ins
+    x2, classes = _as_2d(p, x)
+    logp = torch.log_softmax(x2, dim=-1)
+    t, keep = _target(p, label, x.shape, classes, x.dtype)
+    rows = -(t * logp).sum(-1) * keep.to(x.dtype)
+    norm = {"batch": float(x.shape[0]), "valid": float(max(int(keep.sum()), 1))}.get(
+        p.normalization, 1.0)
+    if p.multi_output and p.normalization != "valid":
+        norm *= x2.shape[0] / x.shape[0]
+    return rows.sum() * p.grad_scale / norm
+
+
 def _gradient(g, p, ins, outs, og):
     attrs = {k: v for k, v in p.items()}
     dx = g.op("_backward_SoftmaxOutput", outs[0], ins[1], **attrs)
@@ -108,9 +122,17 @@ def _gradient(g, p, ins, outs, og):
 register(OpDef(
     name="SoftmaxOutput", aliases=("Softmax",), params=_PARAMS, inputs=("data", "label"),
     infer_shape=_shape, forward=_forward, gradient=_gradient, loss=True,
-    cases=(Case(((4, 5), (4,)), ints={1: 5}, no_grad_inputs=(1,), grad=False),
-           Case(((2, 3, 4), (2, 4)), {"multi_output": True}, ints={1: 3}, grad=False),
-           Case(((2, 3, 4), (2, 3)), {"preserve_shape": True}, ints={1: 4}, grad=False)),
+    cases=(Case(((4, 5), (4,)), ints={1: 5}, grad=False, loss=implied_loss),
+           Case(((4, 5), (4,)), {"grad_scale": 0.5, "normalization": "batch",
+                                 "smooth_alpha": 0.1}, ints={1: 5}, grad=False,
+                loss=implied_loss),
+           Case(((6, 3), (6,)), {"use_ignore": True, "ignore_label": 1,
+                                 "normalization": "valid"}, ints={1: 3}, grad=False,
+                loss=implied_loss),
+           Case(((2, 3, 4), (2, 4)), {"multi_output": True}, ints={1: 3}, grad=False,
+                loss=implied_loss),
+           Case(((2, 3, 4), (2, 3)), {"preserve_shape": True}, ints={1: 4}, grad=False,
+                loss=implied_loss)),
     doc="Softmax in the forward pass; the gradient of cross-entropy with ``label`` backward."))
 
 register(OpDef(
