@@ -118,6 +118,7 @@ _PARSERS = {
     "float_or_none": _parse_optional(_parse_float),
     "shape_or_none": _parse_optional(_parse_tuple),
     "shape_with_none": _parse_tuple_with_none,
+    "bool_or_none": _parse_optional(_parse_bool),
     "axis": _parse_axis,
     "dtype": _parse_dtype,
     "dtype_or_none": _parse_optional(_parse_dtype),
@@ -157,6 +158,9 @@ class Param:
         default = "required" if self.required else f"default={self.default!r}"
         choices = f", one of {list(self.choices)}" if self.choices else ""
         return f"{self.name} : {self.kind}, {default}{choices}"
+
+
+_KIND_WORDS = {"bool": "boolean", "bool_or_none": "boolean or None", "shape": "Shape(tuple)"}
 
 
 class Params(dict):
@@ -223,7 +227,8 @@ def parse_params(schema: tuple[Param, ...], attrs: dict[str, str], where: str) -
             except (ValueError, SyntaxError, TypeError) as err:
                 msg = str(err)
                 if not msg.startswith(("Invalid Input", "value ")):
-                    msg = (f"Invalid Parameter format for {p.name} expect {p.kind} but "
+                    kind = _KIND_WORDS.get(p.kind, p.kind)
+                    msg = (f"Invalid Parameter format for {p.name} expect {kind} but "
                            f"value='{attrs[p.name]}' ({err})")
                 raise AttrError(f"Error in {where}: {msg}") from None
         elif p.required:

@@ -13,7 +13,7 @@ from functools import cached_property
 import networkx as nx
 
 from .attrs import Params, parse_params
-from .base import GraphError
+from .base import GraphError, MXNetError
 from .ops.base import OpDef
 
 Entry = tuple["Node", int]
@@ -45,7 +45,13 @@ class Node:
             if self.op is None:
                 self._params = Params()
             else:
-                self._params = parse_params(self.op.params, self.attrs, self.where)
+                params = parse_params(self.op.params, self.attrs, self.where)
+                if self.op.check is not None:
+                    try:
+                        self.op.check(params)
+                    except MXNetError as err:
+                        raise type(err)(f"Error in {self.where}: {err}") from None
+                self._params = params
         return self._params
 
     @property

@@ -127,6 +127,8 @@ class OpDef:
     key_var_num_args: str | None = None  # param that counts variadic inputs ("num_args")
     random: bool = False  # draws from the generator: forward is not a pure function
     mutates_aux: bool = False  # training forward updates aux states in place
+    # cross-parameter validation run when a node's attributes are parsed (MXNet's attr_parser)
+    check: Callable[[Params], None] | None = None
     # extra attributes for inputs MXNet creates as variables, by slot name
     # (BatchNorm's moving_mean gets __init__ '["zero", {}]')
     var_attrs: Any = None

@@ -106,9 +106,6 @@ def check_groups(p, channels: int) -> None:
 
 
 def _inputs(p) -> list[str]:
-    # OpDef has no attribute-parser hook; input names are asked for when the node is
-    # created, so MXNet's parse-time checks run here and fail at creation as in MXNet.
-    check_params(p, "Convolution")
     return ["data", "weight"] if p.no_bias else ["data", "weight", "bias"]
 
 
@@ -195,6 +192,7 @@ register(OpDef(
 
 register(OpDef(
     name="Convolution", params=PARAMS, inputs=_inputs, infer_shape=_shape,
+    check=lambda p: check_params(p, "Convolution"),
     forward=_forward, gradient=_gradient,
     cases=(
         Case(((2, 3, 7, 6), (4, 3, 3, 3), (4,)), {"kernel": (3, 3), "num_filter": 4}),

@@ -51,12 +51,14 @@ _AXES = {1: ("x",), 2: ("y", "x"), 3: ("d", "y", "x")}
 _DECONV = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
 
-def _inputs(p) -> list[str]:
-    # parse-time checks at node creation (OpDef has no attribute-parser hook)
+def _check(p) -> None:
     check_params(p, "Deconvolution", (("adj", "Adjustment"),))
     if p.target_shape and len(p.target_shape) != len(p.kernel):
         raise AttrError(f"Deconvolution: target_shape {tshape(p.target_shape)} must have as "
                         f"many entries as kernel {tshape(p.kernel)}")
+
+
+def _inputs(p) -> list[str]:
     return ["data", "weight"] if p.no_bias else ["data", "weight", "bias"]
 
 
@@ -164,7 +166,7 @@ register(OpDef(
     doc="Gradients of Deconvolution with respect to data, weight and (unless no_bias) bias."))
 
 register(OpDef(
-    name="Deconvolution", params=PARAMS, inputs=_inputs, infer_shape=_shape,
+    name="Deconvolution", params=PARAMS, inputs=_inputs, infer_shape=_shape, check=_check,
     forward=_forward, gradient=_gradient,
     cases=(
         Case(((2, 3, 4, 3), (3, 2, 3, 3)), {"kernel": (3, 3), "num_filter": 2}),

@@ -26,14 +26,12 @@ from ..attrs import Param
 from ..base import ShapeError
 from .base import Case, OpDef, register
 
-_OPTIONAL_BOOL = ("None", "True", "False", "true", "false", "1", "0")
-
 _PARAMS = (
     Param("p", "float", 0.5, doc="Fraction of the input dropped during training."),
     Param("mode", "str", "training", choices=("always", "training"),
           doc="Drop only in training, or also in inference."),
     Param("axes", "shape", (), doc="Axes sharing one draw (variational dropout)."),
-    Param("cudnn_off", "str", "False", choices=_OPTIONAL_BOOL,
+    Param("cudnn_off", "bool_or_none", False,
           doc="Boolean or None; accepted for compatibility, no effect."),
 )
 

@@ -39,7 +39,6 @@ from ..base import AttrError, ShapeError
 from .base import Case, OpDef, register
 
 # dmlc::optional<bool> spellings (compared after strip().lower())
-_BOOL_OR_NONE = {"none": None, "true": True, "1": True, "false": False, "0": False}
 _LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 _MAX = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
 _AVG = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}
@@ -63,9 +62,6 @@ def _check_params(p) -> None:
         if 0 in p[key]:
             raise AttrError(f"value {_tshape(p[key])}for Parameter {key} is invalid, the "
                             "input shape must be nonzero in all dimensions")
-    if p.count_include_pad.strip().lower() not in _BOOL_OR_NONE:
-        raise AttrError("Invalid Parameter format for count_include_pad expect boolean or None "
-                        f"but value='{p.count_include_pad}'")
     same = p.pooling_convention == "same"
     if same and any(p.pad):
         raise AttrError("Check failed: param.pad[0] == 0 && param.pad[1] == 0 && param.pad[2]"
@@ -79,18 +75,12 @@ def _check_params(p) -> None:
                         f"mshadow::k{_LAYOUTS[nd][1]}: Need {nd}D layout (got {p.layout})")
 
 
-def _inputs(p) -> list[str]:
-    # OpDef has no attribute-parser hook; input names are asked for at node creation
-    _check_params(p)
-    return ["data"]
-
-
 def _channel_last(p, rank: int) -> bool:
     return p.layout != "None" and p.layout.endswith("C") and rank > 2
 
 
 def _include_pad(p) -> bool:
-    return _BOOL_OR_NONE[p.count_include_pad.strip().lower()] is not False
+    return p.count_include_pad is not False  # None means True, as in MXNet
 
 
 def _geometry(p, spatial: tuple) -> tuple[tuple, tuple, tuple, tuple]:
@@ -263,7 +253,7 @@ _PARAMS = (
     Param("stride", "shape", (), doc="Window stride; defaults to 1 on each axis."),
     Param("pad", "shape", (), doc="Padding on both sides; defaults to 0 on each axis."),
     Param("p_value", "int_or_none", None, doc="p of Lp pooling: 1, 2 or 3."),
-    Param("count_include_pad", "str", "None",
+    Param("count_include_pad", "bool_or_none", None,
           doc="avg only: divide by the padded window size (None means True)."),
     Param("layout", "str", "None",
           choices=("None", "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC"),
@@ -277,7 +267,8 @@ register(OpDef(
 
 _D = (2, 3, 7, 6)
 register(OpDef(
-    name="Pooling", params=_PARAMS, inputs=_inputs, outputs=_outputs, num_visible=lambda p: 1,
+    name="Pooling", params=_PARAMS, inputs=("data",), check=_check_params, outputs=_outputs,
+    num_visible=lambda p: 1,
     infer_shape=_shape, infer_type=_type, forward=_forward, gradient=_gradient,
     cases=(
         Case((_D,), {"kernel": (3, 3), "stride": (2, 2)}),
