@@ -125,9 +125,13 @@ def _docstring(called: str, op: OpDef) -> str:
 
 
 def _static_slots(op: OpDef) -> list[str]:
-    if callable(op.inputs):
-        return []
-    return list(op.inputs) + ([] if callable(op.aux) else list(op.aux))
+    """Input slot names under the default parameters (what signatures and docs show)."""
+    from ..attrs import Params
+    defaults = Params({p.name: (None if p.required else p.default) for p in op.params})
+    try:
+        return op.input_names(defaults) + op.aux_names(defaults)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return []  # names depend on a required parameter (variadic ops)
 
 
 def _signature(op: OpDef) -> inspect.Signature:
