@@ -103,16 +103,48 @@ def _infer_all(graph, fwd, shapes_in, dtypes_in, grads):
     return shapes, dtypes
 
 
-def _steps(graph: IndexedGraph, order: list[int], device, keep: set[int], last_use: dict,
+class _Layout:
+    """Value slots per node after alias elimination.
+
+    A ``view`` op (Reshape, Flatten, identity, ...) whose output has its input's shape and
+    dtype needs no kernel: its output slot becomes an alias of the input slot and the node
+    leaves the schedule. Aux (mutated) inputs are never aliased.
+    """
+
+    def __init__(self, graph: IndexedGraph, order: list[int], shapes, dtypes):
+        self.graph = graph
+        self.alias: dict[int, int] = {}
+        self.ins: dict[int, list[int]] = {}
+        self.order: list[int] = []
+        aux_slots = {graph.row_ptr[i] for i in graph.aux_state_ids}
+        for nid in order:
+            node = graph.nodes[nid]
+            ins = [self.resolve(e) for e in graph.input_entries(nid)]
+            self.ins[nid] = ins
+            out = graph.row_ptr[nid]
+            if node.op.view and ins and ins[0] not in aux_slots and \
+                    shapes[out] == shapes[ins[0]] and dtypes[out] == dtypes[ins[0]]:
+                self.alias[out] = ins[0]
+            else:
+                self.order.append(nid)
+
+    def resolve(self, slot: int) -> int:
+        return self.alias.get(slot, slot)
+
+    def outs(self, nid: int) -> tuple[int, ...]:
+        return tuple(range(self.graph.row_ptr[nid], self.graph.row_ptr[nid + 1]))
+
+
+def _steps(layout: _Layout, order: list[int], device, keep: set[int], last_use: dict,
            impl: dict) -> list[Step]:
     steps = []
     for pos, nid in enumerate(order):
-        node = graph.nodes[nid]
+        node = layout.graph.nodes[nid]
         fn, label = implementation(node, device)
         impl[node.name] = label
-        ins = graph.input_entries(nid)
+        ins = layout.ins[nid]
         n_reg = node.num_regular_inputs()
-        outs = tuple(range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
+        outs = layout.outs(nid)
         frees = tuple(s for s in set(ins) | set(outs)
                       if s not in keep and last_use.get(s, pos) == pos)
         steps.append((fn, node.params, tuple(ins[:n_reg]), tuple(ins[n_reg:]), outs, frees,
@@ -120,12 +152,12 @@ def _steps(graph: IndexedGraph, order: list[int], device, keep: set[int], last_u
     return steps
 
 
-def _last_uses(graph: IndexedGraph, order: list[int]) -> dict[int, int]:
+def _last_uses(layout: _Layout, order: list[int]) -> dict[int, int]:
     last: dict[int, int] = {}
     for pos, nid in enumerate(order):
-        for s in graph.input_entries(nid):
+        for s in layout.ins[nid]:
             last[s] = pos
-        for s in range(graph.row_ptr[nid], graph.row_ptr[nid + 1]):
+        for s in layout.outs(nid):
             last.setdefault(s, pos)
     return last
 
@@ -138,17 +170,18 @@ def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
     graph, grads = _combined(heads, [by_name[n] for n in wrt], fwd)
     shapes, dtypes = _infer_all(graph, fwd, shapes_in, dtypes_in, grads)
     fwd_ids = {graph.node_id[id(n)] for n in fwd.nodes}
-    ops = [i for i, n in enumerate(graph.nodes) if n.op is not None]
-    f_order = [i for i in ops if i in fwd_ids]
-    b_order = [i for i in ops if i not in fwd_ids]
+    layout = _Layout(graph, [i for i, n in enumerate(graph.nodes) if n.op is not None],
+                     shapes, dtypes)
+    f_order = [i for i in layout.order if i in fwd_ids]
+    b_order = [i for i in layout.order if i not in fwd_ids]
     persistent = {graph.row_ptr[i] for i in graph.variable_ids}
-    head_slots = [graph.entry_id(h) for h in heads]
+    head_slots = [layout.resolve(graph.entry_id(h)) for h in heads]
     keep_fwd = persistent | set(head_slots)
     impl: dict[str, str] = {}
-    train_last = _last_uses(graph, f_order + b_order)
-    fwd_produced = {s for i in f_order for s in range(graph.row_ptr[i], graph.row_ptr[i + 1])}
-    grad_slot = {fwd.nodes[nid].name: (graph.entry_id(e) if e is not None else None)
-                 for nid, e in grads.grads.items()}
+    train_last = _last_uses(layout, f_order + b_order)
+    fwd_produced = {s for i in f_order for s in layout.outs(i)}
+    grad_slot = {fwd.nodes[nid].name: (layout.resolve(graph.entry_id(e)) if e is not None
+                                       else None) for nid, e in grads.grads.items()}
     keep_bwd = persistent | fwd_produced | {s for s in grad_slot.values() if s is not None}
     shift = {s: p - len(f_order) for s, p in train_last.items()}
     return Plan(
@@ -158,10 +191,11 @@ def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
         head_grad_slots=[graph.row_ptr[graph.node_id[id(h)]] if h is not None and
                          id(h) in graph.node_id else None for h in grads.head_grads],
         grad_slot=grad_slot,
-        forward_train=_steps(graph, f_order, device, keep_fwd, train_last, impl),
-        forward_infer=_steps(graph, f_order, device, keep_fwd, _last_uses(graph, f_order), impl),
-        backward=_steps(graph, b_order, device, keep_bwd, shift, impl),
-        memory=plan_memory(graph, f_order + b_order, shapes, dtypes, keep_fwd),
+        forward_train=_steps(layout, f_order, device, keep_fwd, train_last, impl),
+        forward_infer=_steps(layout, f_order, device, keep_fwd, _last_uses(layout, f_order),
+                             impl),
+        backward=_steps(layout, b_order, device, keep_bwd, shift, impl),
+        memory=plan_memory(layout, f_order + b_order, shapes, dtypes, keep_fwd),
         impl=impl)
 
 
@@ -172,33 +206,32 @@ def _nbytes(shape: tuple, dtype: str) -> int:
     return n * NAME_TO_TORCH[dtype].itemsize
 
 
-def plan_memory(graph: IndexedGraph, order: list[int], shapes, dtypes,
+def plan_memory(layout: _Layout, order: list[int], shapes, dtypes,
                 persistent: set[int]) -> MemoryPlan:
     """Greedy best-fit storage assignment over value lifetimes (in place where ops allow)."""
     mem = MemoryPlan()
-    last = _last_uses(graph, order)
+    last = _last_uses(layout, order)
     free: list[int] = []  # block ids available for reuse
     for pos, nid in enumerate(order):
-        node = graph.nodes[nid]
-        ins = graph.input_entries(nid)
+        node = layout.graph.nodes[nid]
+        ins = layout.ins[nid]
         dying = [s for s in ins if s not in persistent and last.get(s) == pos and s in mem.block_of]
-        inplace = dict(getattr(node.op, "inplace", ()) or ())
-        for k in range(node.num_outputs):
-            slot = graph.row_ptr[nid] + k
+        for slot in layout.outs(nid):
             size = _nbytes(shapes[slot], dtypes[slot])
             mem.naive_bytes += size
-            src = inplace.get(k)
-            if src is not None and src < len(ins) and ins[src] in dying and \
-                    mem.block_bytes[mem.block_of[ins[src]]] >= size:
-                mem.block_of[slot] = mem.block_of[ins[src]]
-                dying.remove(ins[src])
+            k = slot - layout.graph.row_ptr[nid]
+            donor = next((ins[i] for o, i in node.op.inplace if o == k and i < len(ins) and
+                          ins[i] in dying and mem.block_bytes[mem.block_of[ins[i]]] >= size),
+                         None)
+            if donor is not None:  # in place: the output takes over its dying input's block
+                mem.block_of[slot] = mem.block_of[donor]
+                dying.remove(donor)
                 continue
             mem.block_of[slot] = _take_block(mem, free, size)
         for s in dying:
             free.append(mem.block_of[s])
-        for k in range(node.num_outputs):  # outputs nobody reads die at once
-            slot = graph.row_ptr[nid] + k
-            if last.get(slot) == pos and slot not in dying:
+        for slot in layout.outs(nid):  # outputs nobody reads die at once
+            if last.get(slot) == pos and slot not in dying and slot not in persistent:
                 free.append(mem.block_of[slot])
     mem.planned_bytes = sum(mem.block_bytes)
     return mem

@@ -43,9 +43,9 @@ def test_inference_matches_forward(op, case):
 @pytest.mark.parametrize("op,case", CASES)
 def test_forward_matches_reference(op, case):
     values = draw_inputs(case, np.float32)
-    _, exe = bind(op, case, values, grad=False)
+    sym, exe = bind(op, case, values, grad=False)
     outs = run_forward(exe, case.train)
-    p = exe._plan.forward_train[-1][1]
+    p = sym._outputs[0][0].params
     n_in = len(op.input_names(p))
     ins = [torch.from_numpy(v) for v in values]
     from symgraph.ops.base import Runtime
@@ -83,10 +83,10 @@ LOSS_CASES = [p for p in CASES if p.values[1].loss is not None]
 def test_loss_gradient_matches_finite_differences_of_its_loss(op, case):
     """A loss head's gradient is by definition: check it against its implied loss."""
     values = draw_inputs(case)
-    _, exe = bind(op, case, values, grad=True)
+    sym, exe = bind(op, case, values, grad=True)
     exe.forward(is_train=True)
     exe.backward()
-    p = exe._plan.forward_train[-1][1]
+    p = sym._outputs[0][0].params
     ins = [torch.from_numpy(v) for v in values]
     x = ins[0].clone()
     numeric = torch.zeros_like(x).view(-1)

@@ -127,6 +127,10 @@ class OpDef:
     key_var_num_args: str | None = None  # param that counts variadic inputs ("num_args")
     random: bool = False  # draws from the generator: forward is not a pure function
     mutates_aux: bool = False  # training forward updates aux states in place
+    # output 0 is input 0 unchanged or reshaped: with equal shapes the plan aliases it (no launch)
+    view: bool = False
+    # (output, input) pairs whose storage the output may take over when the input dies there
+    inplace: tuple[tuple[int, int], ...] = ()
     # cross-parameter validation run when a node's attributes are parsed (MXNet's attr_parser)
     check: Callable[[Params], None] | None = None
     # extra attributes for inputs MXNet creates as variables, by slot name

@@ -26,7 +26,7 @@ def _keep_dtype(fn):
 
 def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: float = 1.0,
           aliases: tuple[str, ...] = (), doc: str = "", fd: bool = True,
-          hidden: bool = False) -> OpDef:
+          hidden: bool = False, view: bool = False) -> OpDef:
     """Register a one-input elementwise op; ``grad(g, x, y, dy)`` returns dx.
 
     ``fd=False`` marks ops whose gradient is zero by definition, not by calculus.
@@ -38,7 +38,8 @@ def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: fl
             return [grad(g, ins[0], outs[0], ograds[0])]
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (ref(ins[0]),), infer_shape=unary_shape,
-        gradient=gradient, aliases=aliases, cases=cases, hidden=hidden,
+        gradient=gradient, aliases=aliases, cases=cases, hidden=hidden, view=view,
+        inplace=() if view else ((0, 0),),
         doc=doc or f"Elementwise ``{name}``. Triton expression: ``{expr}``."))
 
 
@@ -131,8 +132,8 @@ unary("_digamma", torch.digamma, None, "digamma(x)", low=0.5, high=3.0, hidden=T
 unary("logical_not", lambda x: torch.logical_not(x).to(x.dtype), _zero_grad, "!x")
 unary("zeros_like", torch.zeros_like, _zero_grad, "0")
 unary("ones_like", torch.ones_like, _zero_grad, "1")
-unary("_copy", torch.clone, lambda g, x, y, dy: dy, "x", aliases=("identity",))
-unary("BlockGrad", torch.clone, _zero_grad, "x", aliases=("stop_gradient",), fd=False,
+unary("_copy", torch.clone, lambda g, x, y, dy: dy, "x", aliases=("identity",), view=True)
+unary("BlockGrad", torch.clone, _zero_grad, "x", aliases=("stop_gradient",), fd=False, view=True,
       doc="Pass the input through unchanged and stop gradients from flowing back.")
 
 
@@ -146,6 +147,7 @@ def binary(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (ref(ins[0], ins[1]),),
         infer_shape=elemwise_shape, inputs=("lhs", "rhs"), gradient=gradient, aliases=aliases,
+        inplace=((0, 0), (0, 1)),
         cases=(Case(((3, 5), (3, 5)), low=low, high=high),),
         doc=doc or f"Elementwise ``{name}`` of two arrays of one shape: ``{expr}``."))
 
@@ -212,6 +214,7 @@ def scalar(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (fwd(ins[0], p.scalar),),
         infer_shape=unary_shape, params=_SCALAR, gradient=gradient, aliases=aliases,
+        inplace=((0, 0),),
         cases=(Case(((3, 5),), {"scalar": case_scalar}, low=low, high=high),),
         doc=f"``{expr}`` with ``s`` the scalar attribute."))
 
@@ -267,6 +270,7 @@ for _name, _fn, _alias in [
 def _activation_backward(name: str, ref, expr: str, grad) -> OpDef:
     return register(OpDef(
         name=name, inputs=("ograd", "output"), hidden=True, infer_shape=elemwise_shape,
+        inplace=((0, 0),),
         forward=lambda p, ins, aux, rt: (ref(ins[0], ins[1]),),
         gradient=lambda g, p, ins, outs, og: list(grad(g, ins[0], ins[1], og[0])),
         cases=(Case(((3, 5), (3, 5)), low=0.1, high=0.9),),

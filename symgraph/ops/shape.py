@@ -91,7 +91,7 @@ def _like_grad(g, p, ins, outs, og):
 
 
 register(OpDef(
-    name="Reshape", aliases=("reshape",),
+    name="Reshape", aliases=("reshape",), view=True,
     params=(Param("shape", "shape", (), doc="Target shape with codes 0,-1,-2,-3,-4."),
             Param("reverse", "bool", False, doc="Match special codes right to left."),
             Param("target_shape", "shape", (), doc="Deprecated."),
@@ -116,6 +116,7 @@ def _flatten_shape(p, shapes):
 
 register(OpDef(
     name="Flatten", aliases=("flatten",), infer_shape=_flatten_shape, gradient=_like_grad,
+    view=True,
     forward=lambda p, ins, aux, rt: (ins[0].reshape(ins[0].shape[0], -1),),
     cases=(Case(((2, 3, 4),)), Case(((3, 2),))),
     doc="Collapse all axes but the first: (N, a, b, ...) -> (N, a*b*...)."))
@@ -131,7 +132,7 @@ def _reshape_like_shape(p, shapes):
 
 
 register(OpDef(
-    name="reshape_like", inputs=("lhs", "rhs"), infer_shape=_reshape_like_shape,
+    name="reshape_like", inputs=("lhs", "rhs"), infer_shape=_reshape_like_shape, view=True,
     forward=lambda p, ins, aux, rt: (ins[0].reshape(ins[1].shape),),
     gradient=lambda g, p, ins, outs, og: [g.op("reshape_like", og[0], ins[0]), None],
     cases=(Case(((6, 2), (3, 4)), no_grad_inputs=(1,)),),
@@ -149,7 +150,7 @@ def _expand_shape(p, shapes):
 
 
 register(OpDef(
-    name="expand_dims", params=(Param("axis", "int"),), infer_shape=_expand_shape,
+    name="expand_dims", params=(Param("axis", "int"),), infer_shape=_expand_shape, view=True,
     gradient=_like_grad,
     forward=lambda p, ins, aux, rt: (ins[0].reshape(_expand_shape(p, [tuple(ins[0].shape)])
                                                     [1][0]),),
