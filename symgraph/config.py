@@ -5,7 +5,9 @@ set the environment or call :func:`set` before anything runs.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 _BACKENDS = ("auto", "triton", "torch")
@@ -61,3 +63,24 @@ def set(**changes) -> Config:  # noqa: A001 - mirrors dataclasses.replace
 def env_flag(name: str, default: str = "") -> str:
     """Read another environment variable (for MXNet-compatible knobs such as MXNET_*)."""
     return os.environ.get(name, default)
+
+
+@contextlib.contextmanager
+def override(**changes) -> Iterator[Config]:
+    """Change settings inside a ``with`` block (executors bound inside keep what they chose).
+
+    >>> from symgraph import config
+    >>> with config.override(backend="torch"):
+    ...     config.get().backend
+    'torch'
+    """
+    previous = set(**changes)
+    try:
+        yield get()
+    finally:
+        globals()["_current"] = previous
+
+
+def use_backend(name: str) -> Config:
+    """Select the kernel backend for executors bound from now on: auto, triton or torch."""
+    return set(backend=name)

@@ -60,7 +60,7 @@ def implementation(node: Node, device: torch.device):
     use_kernel = op.kernel is not None and (
         backend == "triton" or (backend == "auto" and device.type == "cuda"))
     if use_kernel:
-        return op.kernel, f"triton:{op.name}"
+        return op.kernel, f"triton:{getattr(op.kernel, '__name__', op.name)}"
     return op.forward, f"torch:{op.name}"
 
 
