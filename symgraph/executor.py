@@ -35,7 +35,8 @@ def _run_monitored(steps, v: list, rt: Runtime, callback, monitor_all: bool) -> 
     for step in steps:
         fn, p, ins, aux, outs, frees, node = step
         if monitor_all:
-            names = node.op.input_names(p) + node.op.aux_names(p)
+            names = (node.op.input_names(p) + node.op.aux_names(p) if node.op is not None
+                     else [f"in{i}" for i in range(len(ins))])
             for name, slot in zip(names, ins + aux):
                 callback(f"{node.name}_{name}", NDArray(v[slot]))
         _run([step[:5] + ((), node)], v, rt)

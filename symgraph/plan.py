@@ -17,8 +17,9 @@ import torch
 from . import config
 from .autodiff import Gradients, build_gradients
 from .base import NAME_TO_TORCH, ShapeError
-from .graph import IndexedGraph, Node
+from .graph import IndexedGraph
 from .infer import infer_shapes, infer_types
+from .lowering import Unit, fused_unit, group, single_unit, uses_triton
 from .ops.base import known
 
 # (fn, params, input slots, aux slots, output slots, slots to free, node)
@@ -51,17 +52,6 @@ class Plan:
     backward: list[Step]
     memory: MemoryPlan
     impl: dict[str, str]  # node name -> implementation label
-
-
-def implementation(node: Node, device: torch.device):
-    """The forward callable for a node, and a label saying what it is."""
-    op = node.op
-    backend = config.get().backend
-    use_kernel = op.kernel is not None and (
-        backend == "triton" or (backend == "auto" and device.type == "cuda"))
-    if use_kernel:
-        return op.kernel, f"triton:{getattr(op.kernel, '__name__', op.name)}"
-    return op.forward, f"torch:{op.name}"
 
 
 def _combined(heads, wrt_ids: list[int], fwd: IndexedGraph):
@@ -115,6 +105,7 @@ class _Layout:
         self.graph = graph
         self.alias: dict[int, int] = {}
         self.ins: dict[int, list[int]] = {}
+        self.producer: dict[int, int] = {}  # slot -> node id that computes it
         self.order: list[int] = []
         aux_slots = {graph.row_ptr[i] for i in graph.aux_state_ids}
         for nid in order:
@@ -127,39 +118,49 @@ class _Layout:
                 self.alias[out] = ins[0]
             else:
                 self.order.append(nid)
+                for k in range(node.num_outputs):
+                    self.producer[out + k] = nid
 
     def resolve(self, slot: int) -> int:
         return self.alias.get(slot, slot)
 
-    def outs(self, nid: int) -> tuple[int, ...]:
-        return tuple(range(self.graph.row_ptr[nid], self.graph.row_ptr[nid + 1]))
+    def users(self) -> dict[int, list[int]]:
+        """slot -> node ids that read it."""
+        out: dict[int, list[int]] = {}
+        for nid in self.order:
+            for s in self.ins[nid]:
+                out.setdefault(s, []).append(nid)
+        return out
 
 
-def _steps(layout: _Layout, order: list[int], device, keep: set[int], last_use: dict,
-           impl: dict) -> list[Step]:
-    steps = []
-    for pos, nid in enumerate(order):
-        node = layout.graph.nodes[nid]
-        fn, label = implementation(node, device)
-        impl[node.name] = label
-        ins = layout.ins[nid]
-        n_reg = node.num_regular_inputs()
-        outs = layout.outs(nid)
-        frees = tuple(s for s in set(ins) | set(outs)
-                      if s not in keep and last_use.get(s, pos) == pos)
-        steps.append((fn, node.params, tuple(ins[:n_reg]), tuple(ins[n_reg:]), outs, frees,
-                      node))
-    return steps
+def _units(layout: _Layout, order: list[int], ctx: dict) -> list[Unit]:
+    """Launch units for one step list: fused chains where Triton is on, else single nodes."""
+    device, shapes, dtypes = ctx["device"], ctx["shapes"], ctx["dtypes"]
+    if not (uses_triton(device) and config.get().fusion):
+        return [single_unit(layout, nid, device, shapes, dtypes) for nid in order]
+    groups = group(layout, order, shapes, dtypes, ctx["users"], ctx["position"])
+    return [single_unit(layout, g[0], device, shapes, dtypes) if len(g) == 1 else
+            fused_unit(layout, g, shapes, dtypes, ctx["users"], ctx["keep"]) for g in groups]
 
 
-def _last_uses(layout: _Layout, order: list[int]) -> dict[int, int]:
+def _last_uses(units: list[Unit]) -> dict[int, int]:
     last: dict[int, int] = {}
-    for pos, nid in enumerate(order):
-        for s in layout.ins[nid]:
+    for pos, unit in enumerate(units):
+        for s in unit.ins + unit.aux:
             last[s] = pos
-        for s in layout.outs(nid):
+        for s in unit.outs:
             last.setdefault(s, pos)
     return last
+
+
+def _steps(units: list[Unit], keep: set[int], last_use: dict, impl: dict) -> list[Step]:
+    steps = []
+    for pos, u in enumerate(units):
+        impl[u.node.name] = u.label
+        frees = tuple(s for s in set(u.ins) | set(u.aux) | set(u.outs)
+                      if s not in keep and last_use.get(s, pos) == pos)
+        steps.append((u.fn, u.params, tuple(u.ins), tuple(u.aux), tuple(u.outs), frees, u.node))
+    return steps
 
 
 def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
@@ -176,14 +177,18 @@ def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
     b_order = [i for i in layout.order if i not in fwd_ids]
     persistent = {graph.row_ptr[i] for i in graph.variable_ids}
     head_slots = [layout.resolve(graph.entry_id(h)) for h in heads]
-    keep_fwd = persistent | set(head_slots)
-    impl: dict[str, str] = {}
-    train_last = _last_uses(layout, f_order + b_order)
-    fwd_produced = {s for i in f_order for s in layout.outs(i)}
     grad_slot = {fwd.nodes[nid].name: (layout.resolve(graph.entry_id(e)) if e is not None
                                        else None) for nid, e in grads.grads.items()}
+    keep_fwd = persistent | set(head_slots)
+    ctx = {"device": device, "shapes": shapes, "dtypes": dtypes, "users": layout.users(),
+           "position": {nid: i for i, nid in enumerate(f_order + b_order)},
+           "keep": keep_fwd | {s for s in grad_slot.values() if s is not None}}
+    f_units, b_units = _units(layout, f_order, ctx), _units(layout, b_order, ctx)
+    impl: dict[str, str] = {}
+    train_last = _last_uses(f_units + b_units)
+    fwd_produced = {s for u in f_units for s in u.outs}
     keep_bwd = persistent | fwd_produced | {s for s in grad_slot.values() if s is not None}
-    shift = {s: p - len(f_order) for s, p in train_last.items()}
+    shift = {s: p - len(f_units) for s, p in train_last.items()}
     return Plan(
         graph=graph, shapes=shapes, dtypes=dtypes,
         var_slot={graph.nodes[i].name: graph.row_ptr[i] for i in graph.variable_ids},
@@ -191,11 +196,10 @@ def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
         head_grad_slots=[graph.row_ptr[graph.node_id[id(h)]] if h is not None and
                          id(h) in graph.node_id else None for h in grads.head_grads],
         grad_slot=grad_slot,
-        forward_train=_steps(layout, f_order, device, keep_fwd, train_last, impl),
-        forward_infer=_steps(layout, f_order, device, keep_fwd, _last_uses(layout, f_order),
-                             impl),
-        backward=_steps(layout, b_order, device, keep_bwd, shift, impl),
-        memory=plan_memory(layout, f_order + b_order, shapes, dtypes, keep_fwd),
+        forward_train=_steps(f_units, keep_fwd, train_last, impl),
+        forward_infer=_steps(f_units, keep_fwd, _last_uses(f_units), impl),
+        backward=_steps(b_units, keep_bwd, shift, impl),
+        memory=plan_memory(f_units + b_units, shapes, dtypes, keep_fwd),
         impl=impl)
 
 
@@ -206,21 +210,18 @@ def _nbytes(shape: tuple, dtype: str) -> int:
     return n * NAME_TO_TORCH[dtype].itemsize
 
 
-def plan_memory(layout: _Layout, order: list[int], shapes, dtypes,
-                persistent: set[int]) -> MemoryPlan:
+def plan_memory(units: list[Unit], shapes, dtypes, persistent: set[int]) -> MemoryPlan:
     """Greedy best-fit storage assignment over value lifetimes (in place where ops allow)."""
     mem = MemoryPlan()
-    last = _last_uses(layout, order)
+    last = _last_uses(units)
     free: list[int] = []  # block ids available for reuse
-    for pos, nid in enumerate(order):
-        node = layout.graph.nodes[nid]
-        ins = layout.ins[nid]
+    for pos, unit in enumerate(units):
+        ins = unit.ins + unit.aux
         dying = [s for s in ins if s not in persistent and last.get(s) == pos and s in mem.block_of]
-        for slot in layout.outs(nid):
+        for k, slot in enumerate(unit.outs):
             size = _nbytes(shapes[slot], dtypes[slot])
             mem.naive_bytes += size
-            k = slot - layout.graph.row_ptr[nid]
-            donor = next((ins[i] for o, i in node.op.inplace if o == k and i < len(ins) and
+            donor = next((ins[i] for o, i in unit.inplace if o == k and i < len(ins) and
                           ins[i] in dying and mem.block_bytes[mem.block_of[ins[i]]] >= size),
                          None)
             if donor is not None:  # in place: the output takes over its dying input's block
@@ -230,7 +231,7 @@ def plan_memory(layout: _Layout, order: list[int], shapes, dtypes,
             mem.block_of[slot] = _take_block(mem, free, size)
         for s in dying:
             free.append(mem.block_of[s])
-        for slot in layout.outs(nid):  # outputs nobody reads die at once
+        for slot in unit.outs:  # outputs nobody reads die at once
             if last.get(slot) == pos and slot not in dying and slot not in persistent:
                 free.append(mem.block_of[slot])
     mem.planned_bytes = sum(mem.block_bytes)
@@ -261,7 +262,9 @@ def bind_outputs(plan: Plan, targets: dict[int, torch.Tensor]) -> set[int]:
     for i, step in enumerate(plan.backward):
         fn, p, ins, aux, outs, frees, node = step
         out = targets.get(outs[0]) if len(outs) == 1 else None
-        if out is None or node.op.forward_into is None:
+        # only reference steps: a Triton step keeps its kernel
+        if out is None or node.op is None or node.op.forward_into is None or \
+                fn is not node.op.forward:
             continue
         if tuple(out.shape) != plan.shapes[outs[0]] or \
                 out.dtype != NAME_TO_TORCH[plan.dtypes[outs[0]]]:

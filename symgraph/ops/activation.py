@@ -15,6 +15,13 @@ _FORWARD = {
 }
 
 
+def _expr(p) -> str:
+    from .elementwise import TRITON
+    if p.act_type == "softrelu":  # log(1 + exp(x)) without overflow
+        return "(tl.maximum({0}, 0.0) + tl.log(1.0 + tl.exp(-tl.abs({0}))))"
+    return TRITON[p.act_type]
+
+
 def _gradient(g, p, ins, outs, og):
     if p.act_type == "softrelu":  # d softplus(x) = sigmoid(x)
         return [g.op("elemwise_mul", og[0], g.op("sigmoid", ins[0]))]
@@ -26,7 +33,7 @@ register(OpDef(
     name="Activation",
     params=(Param("act_type", "str", choices=tuple(_FORWARD),
                   doc="Activation function to apply."),),
-    infer_shape=unary_shape, gradient=_gradient, inplace=((0, 0),),
+    infer_shape=unary_shape, gradient=_gradient, inplace=((0, 0),), expr=_expr,
     forward=lambda p, ins, aux, rt: (_FORWARD[p.act_type](ins[0]),),
     cases=tuple(Case(((3, 5),), {"act_type": a}) for a in _FORWARD),
     doc="Elementwise activation: ``act_type`` is relu, sigmoid, tanh, softrelu or softsign."))

@@ -127,6 +127,10 @@ class OpDef:
     key_var_num_args: str | None = None  # param that counts variadic inputs ("num_args")
     random: bool = False  # draws from the generator: forward is not a pure function
     mutates_aux: bool = False  # training forward updates aux states in place
+    # Triton expression of an elementwise op: a str.format template over the inputs ({0}, {1},
+    # ...) and params ({scalar}), e.g. "tl.maximum({0}, 0.0)"; or p -> template. The plan
+    # lowers such ops (alone or fused into chains) to generated kernels.
+    expr: Any = None
     # output 0 is input 0 unchanged or reshaped: with equal shapes the plan aliases it (no launch)
     view: bool = False
     # (output, input) pairs whose storage the output may take over when the input dies there
@@ -145,6 +149,10 @@ class OpDef:
 
     def output_names(self, p: Params) -> list[str]:
         return _names(self.outputs)(p)
+
+    def triton_expr(self, p: Params) -> str | None:
+        """The Triton template for these params (None: not an elementwise op)."""
+        return self.expr(p) if callable(self.expr) else self.expr
 
     def visible_outputs(self, p: Params) -> int:
         return self.num_visible(p) if self.num_visible else len(self.output_names(p))

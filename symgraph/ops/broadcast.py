@@ -82,6 +82,19 @@ _BROADCAST = [
 _POSITIVE = {"broadcast_div", "broadcast_power", "broadcast_mod"}
 
 
+def _broadcast_expr(name: str) -> str | None:
+    """The Triton template of the same-shape op a broadcast op matches."""
+    from .elementwise import TRITON
+    same = {"broadcast_add": "elemwise_add", "broadcast_sub": "elemwise_sub",
+            "broadcast_mul": "elemwise_mul", "broadcast_div": "elemwise_div",
+            "broadcast_power": "_power", "broadcast_maximum": "_maximum",
+            "broadcast_minimum": "_minimum", "broadcast_mod": "_mod"}.get(name)
+    if same is None and name.startswith("broadcast_logical_"):
+        op = {"and": "&", "or": "|", "xor": "^"}[name.rsplit("_", 1)[1]]
+        return f"tl.where(({{0}} != 0.0) {op} ({{1}} != 0.0), 1.0, 0.0)"
+    return TRITON.get(same or "_" + name[len("broadcast_"):])
+
+
 def _register_broadcast(name, fn, grad, aliases):
     def gradient(g, p, ins, outs, og):
         da, db = grad(g, ins[0], ins[1], outs[0], og[0])
@@ -90,6 +103,7 @@ def _register_broadcast(name, fn, grad, aliases):
     register(OpDef(
         name=name, inputs=("lhs", "rhs"), infer_shape=_bshape, gradient=gradient,
         aliases=aliases, forward=lambda p, ins, aux, rt: (fn(ins[0], ins[1]),),
+        expr=_broadcast_expr(name),
         cases=(Case(((3, 1, 4), (1, 5, 4)), low=low, high=high),
                Case(((2, 3), (3,)), low=low, high=high)),
         doc=f"``{name}`` with numpy-style broadcasting of the two inputs."))
@@ -127,7 +141,7 @@ def _like_shape(p, shapes):
 
 
 register(OpDef(
-    name="broadcast_like", inputs=("lhs", "rhs"), forward=lambda p, ins, aux, rt: (
+    name="broadcast_like", inputs=("lhs", "rhs"), expr="{0}", forward=lambda p, ins, aux, rt: (
         ins[0].expand_as(ins[1]).contiguous(),),
     infer_shape=_like_shape,
     gradient=lambda g, p, ins, outs, og: [_sum_like(g, og[0], ins[0]), None],
@@ -151,6 +165,7 @@ def _to_shape(p, shapes):
 
 register(OpDef(
     name="broadcast_to", params=(Param("shape", "shape", ()),), infer_shape=_to_shape,
+    expr="{0}",
     forward=lambda p, ins, aux, rt: (
         ins[0].expand(_to_shape(p, [tuple(ins[0].shape)])[1][0]).contiguous(),),
     gradient=lambda g, p, ins, outs, og: [_sum_like(g, og[0], ins[0])],
@@ -173,7 +188,7 @@ def _axis_shape(p, shapes):
 
 
 register(OpDef(
-    name="broadcast_axis", aliases=("broadcast_axes",),
+    name="broadcast_axis", aliases=("broadcast_axes",), expr="{0}",
     params=(Param("axis", "axis", ()), Param("size", "axis", ())), infer_shape=_axis_shape,
     forward=lambda p, ins, aux, rt: (
         ins[0].expand(_axis_shape(p, [tuple(ins[0].shape)])[1][0]).contiguous(),),
@@ -194,5 +209,6 @@ register(OpDef(
     params=(Param("num_args", "int", lower=1),),
     inputs=lambda p: [f"arg{i}" for i in range(p.num_args)], infer_shape=elemwise_shape,
     forward=_add_n_forward, gradient=lambda g, p, ins, outs, og: [og[0]] * len(ins),
+    expr=lambda p: "(" + " + ".join(f"{{{i}}}" for i in range(p.num_args)) + ")",
     cases=(Case(((3, 4), (3, 4), (3, 4)), {"num_args": 3}),),
     doc="Sum of all inputs (all of one shape)."))

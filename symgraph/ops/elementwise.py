@@ -13,6 +13,72 @@ import torch
 from ..attrs import Param
 from .base import Case, OpDef, elemwise_shape, register, unary_shape
 
+# Triton templates ({0}, {1}: inputs; {scalar}: the scalar param), computed in fp32.
+_SIG = "(1.0 / (1.0 + tl.exp(-{0})))"
+TRITON = {
+    "relu": "tl.maximum({0}, 0.0)",
+    "sigmoid": _SIG,
+    "tanh": "(1.0 - 2.0 / (tl.exp(2.0 * {0}) + 1.0))",
+    "exp": "tl.exp({0})", "log": "tl.log({0})", "sqrt": "tl.sqrt({0})",
+    "rsqrt": "tl.rsqrt({0})", "square": "({0} * {0})", "abs": "tl.abs({0})",
+    "sign": "tl.where({0} > 0.0, 1.0, tl.where({0} < 0.0, -1.0, 0.0))",
+    "negative": "(-{0})", "reciprocal": "(1.0 / {0})",
+    "log1p": "tl.where(1.0 + {0} == 1.0, {0}, tl.log(1.0 + {0}) * {0} / ((1.0 + {0}) - 1.0))",
+    "expm1": "tl.where(tl.abs({0}) < 1e-5, {0} + 0.5 * {0} * {0}, tl.exp({0}) - 1.0)",
+    "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "(tl.sin({0}) / tl.cos({0}))",
+    "erf": "tl.erf({0})", "softsign": "({0} / (1.0 + tl.abs({0})))",
+    "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
+    "round": "tl.where({0} >= 0.0, tl.floor({0} + 0.5), tl.ceil({0} - 0.5))",
+    "rint": "tl.where({0} - tl.floor({0}) <= 0.5, tl.floor({0}), tl.ceil({0}))",
+    "fix": "tl.where({0} >= 0.0, tl.floor({0}), tl.ceil({0}))",
+    "trunc": "tl.where({0} >= 0.0, tl.floor({0}), tl.ceil({0}))",
+    "cbrt": "tl.where({0} >= 0.0, 1.0, -1.0) * tl.exp(tl.log(tl.abs({0})) / 3.0)",
+    "log2": "(tl.log({0}) * 1.4426950408889634)", "log10": "(tl.log({0}) * 0.4342944819032518)",
+    "sinh": "(0.5 * (tl.exp({0}) - tl.exp(-{0})))", "cosh": "(0.5 * (tl.exp({0}) + tl.exp(-{0})))",
+    "arcsinh": "tl.where({0} >= 0.0, 1.0, -1.0) * tl.log(tl.abs({0}) + "
+               "tl.sqrt({0} * {0} + 1.0))",
+    "arccosh": "tl.log({0} + tl.sqrt({0} * {0} - 1.0))",
+    "arctanh": "(0.5 * tl.log((1.0 + {0}) / (1.0 - {0})))",
+    "degrees": "({0} * 57.29577951308232)", "radians": "({0} * 0.017453292519943295)",
+    "zeros_like": "({0} * 0.0)", "ones_like": "({0} * 0.0 + 1.0)",
+    "_copy": "{0}", "BlockGrad": "{0}",
+    "logical_not": "tl.where({0} == 0.0, 1.0, 0.0)",
+    "elemwise_add": "({0} + {1})", "elemwise_sub": "({0} - {1})",
+    "elemwise_mul": "({0} * {1})", "elemwise_div": "({0} / {1})",
+    "_power": "tl.exp({1} * tl.log({0}))", "_maximum": "tl.maximum({0}, {1})",
+    "_minimum": "tl.minimum({0}, {1})", "_mod": "({0} - tl.floor({0} / {1}) * {1})",
+    "_equal": "tl.where({0} == {1}, 1.0, 0.0)", "_not_equal": "tl.where({0} != {1}, 1.0, 0.0)",
+    "_greater": "tl.where({0} > {1}, 1.0, 0.0)", "_greater_equal": "tl.where({0} >= {1}, 1.0, 0.0)",
+    "_lesser": "tl.where({0} < {1}, 1.0, 0.0)", "_lesser_equal": "tl.where({0} <= {1}, 1.0, 0.0)",
+    "_plus_scalar": "({0} + {scalar})", "_minus_scalar": "({0} - {scalar})",
+    "_rminus_scalar": "({scalar} - {0})", "_mul_scalar": "({0} * {scalar})",
+    "_div_scalar": "({0} / {scalar})", "_rdiv_scalar": "({scalar} / {0})",
+    "_maximum_scalar": "tl.maximum({0}, {scalar})", "_minimum_scalar": "tl.minimum({0}, {scalar})",
+    "_mod_scalar": "({0} - tl.floor({0} / {scalar}) * {scalar})",
+    "_rmod_scalar": "({scalar} - tl.floor({scalar} / {0}) * {0})",
+    "_equal_scalar": "tl.where({0} == {scalar}, 1.0, 0.0)",
+    "_not_equal_scalar": "tl.where({0} != {scalar}, 1.0, 0.0)",
+    "_greater_scalar": "tl.where({0} > {scalar}, 1.0, 0.0)",
+    "_greater_equal_scalar": "tl.where({0} >= {scalar}, 1.0, 0.0)",
+    "_lesser_scalar": "tl.where({0} < {scalar}, 1.0, 0.0)",
+    "_lesser_equal_scalar": "tl.where({0} <= {scalar}, 1.0, 0.0)",
+    "_backward_relu": "tl.where({1} > 0.0, {0}, 0.0)",
+    "_backward_sigmoid": "({0} * {1} * (1.0 - {1}))",
+    "_backward_tanh": "({0} * (1.0 - {1} * {1}))",
+}
+
+
+def _power_scalar_expr(p) -> str:
+    """Small integer exponents multiply (exact, and right for negative bases)."""
+    s = p.scalar
+    if s == int(s) and 0 <= s <= 4:
+        return "(" + " * ".join(["{0}"] * int(s)) + ")" if s else "({0} * 0.0 + 1.0)"
+    return "tl.exp({scalar} * tl.log({0}))"
+
+
+TRITON["_power_scalar"] = _power_scalar_expr
+TRITON["_rpower_scalar"] = lambda p: f"tl.exp({{0}} * {math.log(p.scalar)!r})"
+
 _UNARY_CASES = (Case(((3, 5),)), Case(((2, 3, 4),)))
 
 
@@ -39,6 +105,7 @@ def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: fl
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (ref(ins[0]),), infer_shape=unary_shape,
         gradient=gradient, aliases=aliases, cases=cases, hidden=hidden, view=view,
+        expr=TRITON.get(name),
         inplace=() if view else ((0, 0),),
         doc=doc or f"Elementwise ``{name}``. Triton expression: ``{expr}``."))
 
@@ -147,7 +214,7 @@ def binary(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (ref(ins[0], ins[1]),),
         infer_shape=elemwise_shape, inputs=("lhs", "rhs"), gradient=gradient, aliases=aliases,
-        inplace=((0, 0), (0, 1)),
+        inplace=((0, 0), (0, 1)), expr=TRITON.get(name),
         cases=(Case(((3, 5), (3, 5)), low=low, high=high),),
         doc=doc or f"Elementwise ``{name}`` of two arrays of one shape: ``{expr}``."))
 
@@ -214,7 +281,7 @@ def scalar(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (fwd(ins[0], p.scalar),),
         infer_shape=unary_shape, params=_SCALAR, gradient=gradient, aliases=aliases,
-        inplace=((0, 0),),
+        inplace=((0, 0),), expr=TRITON.get(name),
         cases=(Case(((3, 5),), {"scalar": case_scalar}, low=low, high=high),),
         doc=f"``{expr}`` with ``s`` the scalar attribute."))
 
@@ -270,7 +337,7 @@ for _name, _fn, _alias in [
 def _activation_backward(name: str, ref, expr: str, grad) -> OpDef:
     return register(OpDef(
         name=name, inputs=("ograd", "output"), hidden=True, infer_shape=elemwise_shape,
-        inplace=((0, 0),),
+        inplace=((0, 0),), expr=TRITON.get(name),
         forward=lambda p, ins, aux, rt: (ref(ins[0], ins[1]),),
         gradient=lambda g, p, ins, outs, og: list(grad(g, ins[0], ins[1], og[0])),
         cases=(Case(((3, 5), (3, 5)), low=0.1, high=0.9),),

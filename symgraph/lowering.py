@@ -1,0 +1,182 @@
+"""Lowering to kernels: which implementation each node runs, and elementwise fusion.
+
+A node runs its op's Triton kernel when the backend asks for Triton on its device
+(``config.backend`` 'triton', or 'auto' on CUDA), else its torch reference. Elementwise
+ops carry a Triton expression (``OpDef.expr``); with Triton enabled, chains of them fuse
+into one generated kernel (``kernels.elementwise``): a node joins the chain of an input's
+producer when the output shapes and dtypes agree and no value the chain makes is needed
+before the chain runs. Intermediate values of a chain never reach memory.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from . import config
+from .base import NAME_TO_TORCH
+from .graph import IndexedGraph, Node
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+def uses_triton(device: torch.device) -> bool:
+    """Whether nodes on ``device`` run Triton kernels under the current backend."""
+    backend = config.get().backend
+    return backend == "triton" or (backend == "auto" and device.type == "cuda")
+
+
+@dataclass
+class Unit:
+    """One launch of the plan: a single node, or a fused chain of elementwise nodes."""
+
+    nodes: list[int]
+    ins: list[int]
+    aux: list[int]
+    outs: list[int]
+    fn: Callable
+    params: object
+    label: str
+    node: object  # the Node, or a FusedNode for a chain
+    inplace: tuple = ()
+
+
+@dataclass
+class FusedNode:
+    """Stands in for the nodes of a fused chain (in debug_str and monitor callbacks)."""
+
+    name: str
+    members: list[Node]
+    source: str
+    expression: str
+    out_names: list[str] = field(default_factory=list)
+    op: None = None
+
+    def output_name(self, k: int) -> str:
+        return self.out_names[k]
+
+
+def node_template(node: Node) -> str | None:
+    """The node's Triton expression with its parameters filled in ({0}, {1} stay)."""
+    tpl = node.op.triton_expr(node.params)
+    if tpl is None:
+        return None
+    n = len(node.inputs)
+    return tpl.format(*[f"{{{i}}}" for i in range(n)], **{k: repr(v) for k, v in
+                                                          node.params.items()})
+
+
+def _fusible(graph: IndexedGraph, nid: int, shapes, dtypes) -> bool:
+    node = graph.nodes[nid]
+    out = graph.row_ptr[nid]
+    if node.op.expr is None or node.num_outputs != 1 or dtypes[out] not in _FLOATS:
+        return False
+    ins = graph.input_entries(nid)
+    return all(dtypes[s] == dtypes[out] for s in ins) and node_template(node) is not None
+
+
+class _Grouper:
+    """Greedy vertical fusion over one step list (forward or backward)."""
+
+    def __init__(self, layout, order: list[int], shapes, dtypes, users, position):
+        self.layout, self.shapes, self.dtypes = layout, shapes, dtypes
+        self.users, self.position = users, position
+        self.group_of: dict[int, int] = {}  # node id -> index of its group
+        self.groups: list[list[int]] = []
+        for nid in order:
+            self._place(nid)
+
+    def _place(self, nid: int) -> None:
+        graph = self.layout.graph
+        if not _fusible(graph, nid, self.shapes, self.dtypes):
+            self.groups.append([nid])
+            return
+        out = graph.row_ptr[nid]
+        for slot in self.layout.ins[nid]:
+            producer = self.layout.producer.get(slot)
+            g = self.group_of.get(producer)
+            if g is not None and self._can_join(g, nid, out):
+                self.groups[g].append(nid)
+                self.group_of[nid] = g
+                return
+        self.group_of[nid] = len(self.groups)
+        self.groups.append([nid])
+
+    def _can_join(self, g: int, nid: int, out: int) -> bool:
+        graph, members = self.layout.graph, self.groups[g]
+        first = graph.row_ptr[members[0]]
+        if self.shapes[first] != self.shapes[out] or self.dtypes[first] != self.dtypes[out]:
+            return False
+        if not _fusible(graph, members[0], self.shapes, self.dtypes):
+            return False
+        here = self.position[nid]
+        inside = set(members) | {nid}
+        for m in members:  # the chain runs at nid's place: no outside user may come earlier
+            for user in self.users.get(graph.row_ptr[m], ()):
+                if user not in inside and self.position[user] < here:
+                    return False
+        return True
+
+
+def group(layout, order: list[int], shapes, dtypes, users, position) -> list[list[int]]:
+    """Fusion groups covering ``order``, each run where its last member stands."""
+    groups = _Grouper(layout, order, shapes, dtypes, users, position).groups
+    return sorted(groups, key=lambda g: position[g[-1]])
+
+
+def fused_unit(layout, members: list[int], shapes, dtypes, users, keep: set[int]) -> Unit:
+    """One generated kernel evaluating a chain; outputs are the values needed outside it."""
+    from kernels.elementwise import Program, source_for
+    graph = layout.graph
+    member_set = set(members)
+    names: dict[int, str] = {}
+    ext: list[int] = []
+    body = []
+    for i, nid in enumerate(members):
+        ops = []
+        for slot in layout.ins[nid]:
+            if slot not in names:
+                names[slot] = f"x{len(ext)}"
+                ext.append(slot)
+            ops.append(names[slot])
+        body.append((node_template(graph.nodes[nid]), tuple(ops)))
+        names[graph.row_ptr[nid]] = f"t{i}"
+    outs = [graph.row_ptr[m] for m in members
+            if graph.row_ptr[m] in keep or m == members[-1] or
+            any(u not in member_set for u in users.get(graph.row_ptr[m], ()))]
+    prog = Program(len(ext), tuple(body), tuple(names[s] for s in outs))
+    shape, dtype = shapes[outs[-1]], NAME_TO_TORCH[dtypes[outs[-1]]]
+    acc = "tl.float64" if dtype == torch.float64 else "tl.float32"
+    kname, source = source_for(prog, len(shape), (True,) * len(ext), acc)
+    nodes = [graph.nodes[m] for m in members]
+    fused = FusedNode("+".join(n.name for n in nodes), nodes, source, prog.expression(),
+                      [graph.nodes[layout.producer[s]].output_name(0) for s in outs])
+    return Unit(list(members), ext, [], outs, _launcher(prog, shape, dtype), None,
+                f"fused:{kname} ({len(members)} ops)", fused)
+
+
+def _launcher(prog, shape: tuple, dtype: torch.dtype) -> Callable:
+    from kernels.elementwise import run
+
+    def launch(p, ins, aux, rt):
+        return run(prog, ins, shape, dtype)
+    return launch
+
+
+def single_unit(layout, nid: int, device: torch.device, shapes, dtypes) -> Unit:
+    """A unit for one node: its Triton kernel, a generated kernel, or its torch reference."""
+    graph = layout.graph
+    node = graph.nodes[nid]
+    op = node.op
+    ins = layout.ins[nid]
+    n_reg = node.num_regular_inputs()
+    outs = list(range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
+    fn, label = op.forward, f"torch:{op.name}"
+    if uses_triton(device):
+        if op.kernel is not None:
+            fn, label = op.kernel, f"triton:{getattr(op.kernel, '__name__', op.name)}"
+        elif _fusible(graph, nid, shapes, dtypes):
+            return fused_unit(layout, [nid], shapes, dtypes, {}, set())
+    return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, node.params, label, node,
+                op.inplace)
