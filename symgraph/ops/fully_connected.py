@@ -34,6 +34,16 @@ def _forward(p, ins, aux, rt):
     return (torch.nn.functional.linear(x, w, b),)
 
 
+def triton_fully_connected(p, ins, aux, rt):
+    """Triton kernel: one matmul with the bias fused into its epilogue."""
+    from kernels.gemm import linear
+    x, w = ins[0], ins[1]
+    lead = (x.shape[0],) if p.flatten else tuple(x.shape[:-1])
+    x2 = x.reshape(x.shape[0], -1) if p.flatten else x.reshape(-1, x.shape[-1])
+    y = linear(x2, w, None if p.no_bias else ins[2])
+    return (y.reshape(lead + (p.num_hidden,)),)
+
+
 def _gradient(g, p, ins, outs, og):
     data, weight = ins[0], ins[1]
     dy = og[0]
@@ -56,6 +66,7 @@ register(OpDef(
             Param("no_bias", "bool", False, doc="Whether to disable the bias."),
             Param("flatten", "bool", True, doc="Flatten all but the first axis of data.")),
     inputs=_inputs, infer_shape=_shape, forward=_forward, gradient=_gradient,
+    kernel=triton_fully_connected,
     cases=(Case(((4, 5), (3, 5), (3,)), {"num_hidden": 3}),
            Case(((2, 3, 4), (6, 12)), {"num_hidden": 6, "no_bias": True}),
            Case(((2, 3, 4), (5, 4), (5,)), {"num_hidden": 5, "flatten": False})),

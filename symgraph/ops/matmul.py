@@ -39,6 +39,38 @@ def _dot_forward(p, ins, aux, rt):
     return (out.reshape(1) if out.dim() == 0 else out,)
 
 
+def _as_matrices(p, a, b):
+    """MXNet's dot operands (after transposes) as (M, K) and (K, N) views where possible."""
+    a_eff = _t(a) if p.transpose_a else a
+    b_eff = _t(b) if p.transpose_b else b
+    k = a_eff.shape[-1] if a_eff.dim() else 1
+    return a_eff, b_eff, a_eff.reshape(-1, k), b_eff.reshape(k, -1)
+
+
+def triton_dot(p, ins, aux, rt):
+    """Triton kernel: N-d dot as one (M, K) x (K, N) matmul on strided views."""
+    from kernels.gemm import matmul
+    a_eff, b_eff, a2, b2 = _as_matrices(p, ins[0], ins[1])
+    out = matmul(a2, b2).reshape(tuple(a_eff.shape[:-1]) + tuple(b_eff.shape[1:]))
+    return (out.reshape(1) if out.dim() == 0 else out,)
+
+
+def triton_backward_dot(p, ins, aux, rt):
+    """Triton kernels: ``da = dy @ b.T`` and ``db = a.T @ dy`` on transposed views."""
+    from kernels.gemm import matmul
+    a_eff, b_eff, a2, b2 = _as_matrices(p, ins[1], ins[2])
+    dy2 = ins[0].reshape(a2.shape[0], b2.shape[1])
+    da = matmul(dy2, b2.t()).reshape(a_eff.shape)
+    db = matmul(a2.t(), dy2).reshape(b_eff.shape)
+    return (_t(da) if p.transpose_a else da, _t(db) if p.transpose_b else db)
+
+
+def triton_batch_dot(p, ins, aux, rt):
+    """Triton kernel: batched matmul with transposes as strided views."""
+    from kernels.gemm import bmm
+    return (bmm(_bt(ins[0], p.transpose_a), _bt(ins[1], p.transpose_b)),)
+
+
 def _dot_into(p, ins, aux, rt, out):
     a = _t(ins[0]) if p.transpose_a else ins[0]
     b = _t(ins[1]) if p.transpose_b else ins[1]
@@ -70,12 +102,13 @@ register(OpDef(
     name="_backward_dot", params=_PARAMS, inputs=("ograd", "lhs", "rhs"), hidden=True,
     outputs=("lhs_grad", "rhs_grad"),
     infer_shape=lambda p, s: (s, [s[1], s[2]]) if s[1] and s[2] else None,
-    forward=_backward_dot, doc="Gradients of ``dot`` with respect to both operands."))
+    forward=_backward_dot, kernel=triton_backward_dot,
+    doc="Gradients of ``dot`` with respect to both operands."))
 
 
 register(OpDef(
     name="dot", params=_PARAMS, inputs=("lhs", "rhs"), infer_shape=_dot_shape,
-    forward=_dot_forward, gradient=_dot_grad, forward_into=_dot_into,
+    forward=_dot_forward, gradient=_dot_grad, forward_into=_dot_into, kernel=triton_dot,
     cases=(Case(((3, 4), (4, 5))), Case(((4, 3), (4, 5)), {"transpose_a": True}),
            Case(((3, 4), (5, 4)), {"transpose_b": True}),
            Case(((4, 3), (5, 4)), {"transpose_a": True, "transpose_b": True}),
@@ -122,7 +155,7 @@ register(OpDef(
     name="batch_dot", params=_PARAMS, inputs=("lhs", "rhs"), infer_shape=_batch_shape,
     forward=lambda p, ins, aux, rt: (torch.bmm(_bt(ins[0], p.transpose_a),
                                                _bt(ins[1], p.transpose_b)),),
-    gradient=_batch_grad,
+    gradient=_batch_grad, kernel=triton_batch_dot,
     cases=(Case(((2, 3, 4), (2, 4, 5))),
            Case(((2, 4, 3), (2, 4, 5)), {"transpose_a": True}),
            Case(((2, 3, 4), (2, 5, 4)), {"transpose_b": True}),
