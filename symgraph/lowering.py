@@ -67,13 +67,29 @@ def node_template(node: Node) -> str | None:
                                                           node.params.items()})
 
 
+def used_inputs(template: str, n: int) -> list[int]:
+    """Indices of the inputs a template reads (a loss head's label often is not)."""
+    return [i for i in range(n) if f"{{{i}}}" in template]
+
+
+def _broadcasts_to(shape: tuple, out: tuple) -> bool:
+    if len(shape) > len(out):
+        return False
+    return all(d in (1, o) for d, o in zip(shape[::-1], out[::-1]))
+
+
 def _fusible(graph: IndexedGraph, nid: int, shapes, dtypes) -> bool:
     node = graph.nodes[nid]
     out = graph.row_ptr[nid]
     if node.op.expr is None or node.num_outputs != 1 or dtypes[out] not in _FLOATS:
         return False
+    template = node_template(node)
+    if template is None:
+        return False
     ins = graph.input_entries(nid)
-    return all(dtypes[s] == dtypes[out] for s in ins) and node_template(node) is not None
+    used = [ins[i] for i in used_inputs(template, len(ins))]
+    return all(dtypes[s] == dtypes[out] and _broadcasts_to(shapes[s], shapes[out])
+               for s in used)
 
 
 class _Grouper:
@@ -134,13 +150,17 @@ def fused_unit(layout, members: list[int], shapes, dtypes, users, keep: set[int]
     ext: list[int] = []
     body = []
     for i, nid in enumerate(members):
+        template = node_template(graph.nodes[nid])
         ops = []
-        for slot in layout.ins[nid]:
+        for k, slot in enumerate(layout.ins[nid]):
+            if f"{{{k}}}" not in template:
+                ops.append("0.0")  # an input the expression does not read is never loaded
+                continue
             if slot not in names:
                 names[slot] = f"x{len(ext)}"
                 ext.append(slot)
             ops.append(names[slot])
-        body.append((node_template(graph.nodes[nid]), tuple(ops)))
+        body.append((template, tuple(ops)))
         names[graph.row_ptr[nid]] = f"t{i}"
     outs = [graph.row_ptr[m] for m in members
             if graph.row_ptr[m] in keep or m == members[-1] or
@@ -173,7 +193,9 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes) -> Unit:
     n_reg = node.num_regular_inputs()
     outs = list(range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
     fn, label = op.forward, f"torch:{op.name}"
-    if uses_triton(device):
+    if op.view:  # a reshape: metadata only, no kernel launch on any backend
+        fn, label = op.forward, f"view:{op.name}"
+    elif uses_triton(device):
         if op.kernel is not None:
             fn, label = op.kernel, f"triton:{getattr(op.kernel, '__name__', op.name)}"
         elif _fusible(graph, nid, shapes, dtypes):

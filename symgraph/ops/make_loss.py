@@ -28,15 +28,26 @@ _PARAMS = (
 )
 
 
+def _norm(p, out: torch.Tensor) -> float:
+    if p.normalization == "batch":
+        return float(out.numel() // out.shape[-1]) if out.dim() and out.shape[-1] else 1.0
+    if p.normalization == "valid":
+        return float(max(int((out > p.valid_thresh).sum()), 1))
+    return 1.0
+
+
 def _backward(p, ins, aux, rt):
     out = ins[0]
-    if p.normalization == "batch":
-        norm = float(out.numel() // out.shape[-1]) if out.dim() and out.shape[-1] else 1.0
-    elif p.normalization == "valid":
-        norm = float(max(int((out > p.valid_thresh).sum()), 1))
-    else:
-        norm = 1.0
-    return (torch.full_like(out, p.grad_scale / norm),)
+    return (torch.full_like(out, p.grad_scale / _norm(p, out)),)
+
+
+def triton_make_loss_backward(p, ins, aux, rt):
+    """The constant gradient written by one generated kernel."""
+    from kernels.elementwise import Program, run
+    out = ins[0]
+    prog = Program(1, ((f"({{0}} * 0.0 + {p.grad_scale / _norm(p, out)!r})", ("x0",)),),
+                   ("t0",))
+    return run(prog, [out], tuple(out.shape), out.dtype)
 
 
 def _implied_loss(p, ins):
@@ -53,11 +64,11 @@ def _implied_loss(p, ins):
 
 register(OpDef(
     name="_backward_MakeLoss", params=_PARAMS, hidden=True, inputs=("output",),
-    infer_shape=unary_shape, forward=_backward,
+    infer_shape=unary_shape, forward=_backward, kernel=triton_make_loss_backward,
     doc="The gradient of MakeLoss: ``grad_scale / norm`` everywhere."))
 
 register(OpDef(
-    name="MakeLoss", params=_PARAMS, infer_shape=unary_shape, loss=True,
+    name="MakeLoss", params=_PARAMS, infer_shape=unary_shape, loss=True, expr="{0}",
     forward=lambda p, ins, aux, rt: (ins[0].clone(),),
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_MakeLoss", outs[0], **p)],
     cases=(Case(((3, 4),), grad=False, loss=_implied_loss),

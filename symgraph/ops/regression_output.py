@@ -100,17 +100,36 @@ def _cases(kind: str) -> tuple:
             Case(((2, 3, 2), (2, 6)), grad=False, loss=loss))
 
 
+_BACKWARD_EXPR = {"Linear": "(({0} - {1}) * {2})", "Logistic": "(({0} - {1}) * {2})",
+                  "MAE": "(tl.where({0} > {1}, 1.0, -1.0) * {2})"}
+
+
+def _triton_backward(kind: str):
+    """The gradient as one generated elementwise kernel (label viewed in the output's shape)."""
+    def triton_regression_backward(p, ins, aux, rt):
+        from kernels.elementwise import Program, run
+        out, label = ins
+        scale = p.grad_scale / (label.numel() // label.shape[0])
+        prog = Program(2, ((_BACKWARD_EXPR[kind].replace("{2}", repr(scale)), ("x0", "x1")),),
+                       ("t0",))
+        return run(prog, [out, label.reshape(out.shape)], tuple(out.shape), out.dtype)
+    return triton_regression_backward
+
+
 def _register(kind: str) -> None:
     name = f"{kind}RegressionOutput"
     backward = f"_backward_{name}"
     register(OpDef(
         name=backward, params=_PARAMS, inputs=("output", "label"), hidden=True,
         infer_shape=lambda p, s: (s, [s[0]]) if s[0] else None, forward=_backward(kind),
+        kernel=_triton_backward(kind),
         doc=f"The data gradient of {name} from its output and label."))
     fwd = _FORWARD[kind]
     register(OpDef(
         name=name, params=_PARAMS, inputs=("data", "label"), infer_shape=_shape,
         forward=lambda p, ins, aux, rt: (fwd(ins[0]),), loss=True,
+        expr="(1.0 / (1.0 + tl.exp(-{0})))" if kind == "Logistic" else None,
+        view=kind != "Logistic",  # Linear and MAE heads pass data through
         gradient=lambda g, p, ins, outs, og: [g.op(backward, outs[0], ins[1], **p),
                                               g.op("zeros_like", ins[1])],
         cases=_cases(kind),
