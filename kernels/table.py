@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-FAMILIES = ("elementwise", "gemm")  # modules under kernels/ that define KERNELS
+FAMILIES = ("elementwise", "gemm", "reduce", "softmax")  # modules under kernels/ that define KERNELS
 
 # make(dtype, device, shape) -> (args, kwargs) for the wrapper and the reference alike
 Maker = Callable[[torch.dtype, torch.device, tuple], tuple[tuple, dict]]

@@ -106,6 +106,30 @@ def _backward_forward(log: bool):
     return run
 
 
+def _triton(log: bool):
+    def run(p, ins, aux, rt):
+        from kernels.softmax import softmax_fwd
+        x = ins[0]
+        length = ins[1] if p.use_length and len(ins) > 1 else None
+        dtype = to_torch_dtype(p.dtype) if p.dtype else x.dtype
+        return (softmax_fwd(x, _axis(p, x.dim()), p.temperature, length, log=log,
+                            dtype=dtype),)
+    run.__name__ = "triton_log_softmax" if log else "triton_softmax"
+    run.__doc__ = f"Triton kernel for {'log_' if log else ''}softmax (``kernels.softmax``)."
+    return run
+
+
+def _triton_backward(log: bool):
+    def run(p, ins, aux, rt):
+        from kernels.softmax import softmax_bwd
+        dy, y = ins[0], ins[1]
+        dtype = ins[2].dtype if len(ins) > 2 else y.dtype
+        return (softmax_bwd(dy, y, _axis(p, y.dim()), p.temperature, log=log, dtype=dtype),)
+    run.__name__ = f"triton_{'log_' if log else ''}softmax_backward"
+    run.__doc__ = f"Triton kernel for _backward_{'log_' if log else ''}softmax."
+    return run
+
+
 def _backward_type(p, types):
     if types[1] is None:
         return None
@@ -128,12 +152,13 @@ for _name in ("softmax", "log_softmax"):
         inputs=lambda p: ["ograd", "output", "data"] if p.dtype else ["ograd", "output"],
         infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None, infer_type=_backward_type,
         forward=_backward_forward(_name == "log_softmax"),
+        kernel=_triton_backward(_name == "log_softmax"),
         doc=f"The data gradient of ``{_name}`` from its output and output gradient."))
 
 
 register(OpDef(
     name="softmax", params=_PARAMS, inputs=_inputs, infer_shape=_shape, infer_type=_type,
-    forward=lambda p, ins, aux, rt: (_softmax(p, ins, log=False),),
+    forward=lambda p, ins, aux, rt: (_softmax(p, ins, log=False),), kernel=_triton(log=False),
     gradient=_grad_fn("_backward_softmax"),
     cases=(Case(((3, 5),)),
            Case(((2, 3, 4),), {"axis": 1, "temperature": 2.0}),
@@ -157,7 +182,7 @@ def _log_shape(p, shapes):
 
 register(OpDef(
     name="log_softmax", params=_PARAMS, infer_shape=_log_shape, infer_type=_type,
-    forward=lambda p, ins, aux, rt: (_softmax(p, ins, log=True),),
+    forward=lambda p, ins, aux, rt: (_softmax(p, ins, log=True),), kernel=_triton(log=True),
     gradient=_grad_fn("_backward_log_softmax"),
     cases=(Case(((3, 5),)),
            Case(((2, 3, 4),), {"axis": 1, "temperature": 0.5}),
@@ -184,6 +209,12 @@ def _activation_forward(p, ins, aux, rt):
     return (torch.softmax(ins[0], dim=ax),)
 
 
+def triton_softmax_activation(p, ins, aux, rt):
+    """Triton kernel for SoftmaxActivation (``kernels.softmax``)."""
+    from kernels.softmax import softmax_fwd
+    return (softmax_fwd(ins[0], 1 if p.mode == "channel" else -1),)
+
+
 def _activation_grad(g, p, ins, outs, og):
     # MXNet 1.9.1 differentiates both modes over axis 1, though instance mode's forward
     # normalises over the last axis: the same for 2-D data, not the derivative beyond
@@ -194,7 +225,7 @@ register(OpDef(
     name="SoftmaxActivation", infer_shape=_activation_shape,
     params=(Param("mode", "str", "instance", choices=("channel", "instance"),
                   doc="Softmax over the last axis (instance) or over axis 1 (channel)."),),
-    forward=_activation_forward, gradient=_activation_grad,
+    forward=_activation_forward, gradient=_activation_grad, kernel=triton_softmax_activation,
     cases=(Case(((3, 5),)), Case(((2, 3, 4),), grad=False),  # MXNet's gradient (see above)
            Case(((2, 3, 2, 2),), {"mode": "channel"}), Case(((6,),), grad=False)),
     doc="""Legacy softmax activation: ``instance`` mode normalises over the last axis (the

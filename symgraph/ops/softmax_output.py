@@ -99,6 +99,27 @@ def _backward_forward(p, ins, aux, rt):
     return (_from_2d(p, grad, out.shape),)
 
 
+def triton_softmax_output(p, ins, aux, rt):
+    """Triton kernel for SoftmaxOutput's forward: softmax over the class axis."""
+    from kernels.softmax import softmax_fwd
+    x = ins[0]
+    if p.multi_output:
+        return (softmax_fwd(x, 1),)
+    if p.preserve_shape:
+        return (softmax_fwd(x, -1),)
+    return (softmax_fwd(x.reshape(x.shape[0], -1), -1).reshape(x.shape),)
+
+
+def triton_softmax_output_backward(p, ins, aux, rt):
+    """Triton kernel for _backward_SoftmaxOutput (``kernels.softmax.softmax_output_bwd``)."""
+    from kernels.softmax import softmax_output_bwd
+    if p.out_grad and len(ins) > 2:  # not reachable: the op takes (output, label) only
+        return _backward_forward(p, ins, aux, rt)
+    return (softmax_output_bwd(ins[0], ins[1], p.grad_scale, p.ignore_label, p.use_ignore,
+                               p.multi_output, p.preserve_shape, p.normalization,
+                               p.smooth_alpha),)
+
+
 def implied_loss(p, ins):
     """The loss SoftmaxOutput's gradient differentiates: scaled, masked cross-entropy."""
     x, label = ins
@@ -122,6 +143,7 @@ def _gradient(g, p, ins, outs, og):
 register(OpDef(
     name="SoftmaxOutput", aliases=("Softmax",), params=_PARAMS, inputs=("data", "label"),
     infer_shape=_shape, forward=_forward, gradient=_gradient, loss=True,
+    kernel=triton_softmax_output,
     cases=(Case(((4, 5), (4,)), ints={1: 5}, grad=False, loss=implied_loss),
            Case(((4, 5), (4,)), {"grad_scale": 0.5, "normalization": "batch",
                                  "smooth_alpha": 0.1}, ints={1: 5}, grad=False,
@@ -138,4 +160,5 @@ register(OpDef(
 register(OpDef(
     name="_backward_SoftmaxOutput", params=_PARAMS, inputs=("output", "label"), hidden=True,
     infer_shape=lambda p, s: (s, [s[0]]) if s[0] else None, forward=_backward_forward,
+    kernel=triton_softmax_output_backward,
     doc="The data gradient of SoftmaxOutput from its output and label."))

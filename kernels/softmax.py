@@ -1,0 +1,348 @@
+"""Softmax, log-softmax and the SoftmaxOutput gradient, one program per row.
+
+Rows are ``(outer, n, inner)`` views (see ``kernels/reduce.py``). With ``z = x / T``::
+
+    softmax      y = exp(z - m) / s           m = max(z), s = sum(exp(z - m))
+    log_softmax  y = z - m - log(s)
+
+computed online (Triton tutorial 02, blocked): one pass keeps the running max ``m`` and
+rescales the running sum ``s`` by ``exp(m_old - m_new)``; a second pass writes ``y``. With a
+``length`` per row only the first ``length`` entries take part and the rest are 0.
+
+Backward from the output (``dy`` the output gradient)::
+
+    softmax      dx = y * (dy - sum(dy * y)) / T
+    log_softmax  dx = (dy - exp(y) * sum(dy)) / T
+
+SoftmaxOutput's data gradient, with ``p`` its output, ``C`` the classes, ``a`` the
+smoothing and ``t = 1 - a`` at ``label`` and ``a / (C - 1)`` elsewhere (or ``t`` a
+probability row of the label's data when the label has the data's shape)::
+
+    dx = (p - t) * keep * grad_scale / norm    keep = label != ignore_label (use_ignore)
+
+``norm`` is 1, the batch size or the kept-row count (counted by an ``atomic_add`` kernel
+first), times the positions per sample for ``multi_output`` (not for ``valid``).
+
+Bytes moved: forward reads x twice (once when a row fits one block on GPU, from cache) and
+writes y; backward reads dy and y twice and writes dx; SoftmaxOutput reads p and the labels
+and writes dx.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton.language as tl
+
+from .reduce import MAX, SUM, acc_type, check_out, launch_opts, row_block, row_layout
+from .runtime import cdiv, kernel
+from .table import KernelSpec, tensor_bytes
+
+
+@kernel
+def _softmax_fwd_kernel(x_ptr, y_ptr, len_ptr, N, INNER, temp, LOG: tl.constexpr,
+                        HAS_LEN: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    base = (row // INNER) * N * INNER + row % INNER
+    n = N
+    if HAS_LEN:
+        n = tl.minimum(tl.load(len_ptr + row).to(tl.int64), N)
+    m = tl.full((), float("-inf"), ACC)
+    s = tl.full((), 0.0, ACC)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols * INNER, mask=cols < N, other=0.0).to(ACC)
+        z = tl.where(cols < n, x / temp, float("-inf"))
+        m_new = tl.maximum(m, tl.reduce(z, 0, MAX))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.reduce(tl.exp(z - m_safe), 0, SUM)
+        m = m_new
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols * INNER, mask=cols < N, other=0.0).to(ACC)
+        z = x / temp
+        if LOG:
+            y = z - m - tl.log(s)
+        else:
+            y = tl.exp(z - m) / s
+        y = tl.where(cols < n, y, 0.0)
+        tl.store(y_ptr + base + cols * INNER, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+def softmax_fwd(x: torch.Tensor, axis: int = -1, temperature: float | None = None,
+                length: torch.Tensor | None = None, log: bool = False,
+                dtype: torch.dtype | None = None, out: torch.Tensor | None = None):
+    """Check, allocate, launch: (log-)softmax of ``x`` along ``axis``; ``length`` masks rows."""
+    x = x.contiguous()
+    dtype = dtype or x.dtype
+    y = check_out(out, tuple(x.shape), dtype, x.device)
+    if x.numel() == 0:
+        return y
+    outer, n, inner = row_layout(tuple(x.shape), axis)
+    if length is not None:
+        length = length.contiguous()
+        if length.numel() != outer * inner:
+            raise ValueError(f"length has {length.numel()} entries for {outer * inner} rows "
+                             f"of data of shape {tuple(x.shape)} along axis {axis}")
+    block = row_block(n, x.device)
+    _softmax_fwd_kernel[(outer * inner,)](
+        x, y, length if length is not None else x, n, inner,
+        1.0 if temperature is None else float(temperature), LOG=log,
+        HAS_LEN=length is not None, ACC=acc_type(x.dtype, dtype), BLOCK=block,
+        **launch_opts(block, x.device))
+    return y
+
+
+def softmax_fwd_ref(x, axis=-1, temperature=None, length=None, log=False, dtype=None):
+    """Reference: 4 passes over x in eager torch (max, exp-sum, normalise, cast)."""
+    dtype = dtype or x.dtype
+    z = x.to(torch.float64 if torch.float64 in (x.dtype, dtype) else torch.float32)
+    if temperature is not None:
+        z = z / temperature
+    if length is None:
+        return (torch.log_softmax(z, axis) if log else torch.softmax(z, axis)).to(dtype)
+    ax = axis % x.dim()
+    pos = torch.arange(x.shape[ax], device=x.device).view([-1] + [1] * (x.dim() - 1 - ax))
+    keep = pos < length.long().reshape([1 if i == ax else d for i, d in enumerate(x.shape)])
+    y = torch.softmax(z.masked_fill(~keep, float("-inf")), ax)
+    return y.masked_fill(~keep, 0.0).to(dtype)
+
+
+@kernel
+def _softmax_bwd_kernel(dy_ptr, y_ptr, dx_ptr, N, INNER, temp, LOG: tl.constexpr,
+                        ACC: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    base = (row // INNER) * N * INNER + row % INNER
+    acc = tl.full((), 0.0, ACC)
+    for start in range(0, N, BLOCK):
+        offs = base + (start + tl.arange(0, BLOCK)) * INNER
+        mask = start + tl.arange(0, BLOCK) < N
+        dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
+        if LOG:
+            acc += tl.reduce(dy, 0, SUM)
+        else:
+            acc += tl.reduce(dy * tl.load(y_ptr + offs, mask=mask, other=0.0).to(ACC), 0, SUM)
+    for start in range(0, N, BLOCK):
+        offs = base + (start + tl.arange(0, BLOCK)) * INNER
+        mask = start + tl.arange(0, BLOCK) < N
+        dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
+        y = tl.load(y_ptr + offs, mask=mask, other=0.0).to(ACC)
+        if LOG:
+            dx = dy - tl.exp(y) * acc
+        else:
+            dx = y * (dy - acc)
+        tl.store(dx_ptr + offs, (dx / temp).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+def softmax_bwd(dy: torch.Tensor, y: torch.Tensor, axis: int = -1,
+                temperature: float | None = None, log: bool = False,
+                dtype: torch.dtype | None = None, out: torch.Tensor | None = None):
+    """Check, allocate, launch: the data gradient of (log-)softmax from its output ``y``."""
+    if dy.shape != y.shape:
+        raise ValueError(f"ograd shape {tuple(dy.shape)} differs from output shape "
+                         f"{tuple(y.shape)}")
+    dy, y = dy.contiguous(), y.contiguous()
+    dtype = dtype or y.dtype
+    dx = check_out(out, tuple(y.shape), dtype, y.device)
+    if y.numel() == 0:
+        return dx
+    outer, n, inner = row_layout(tuple(y.shape), axis)
+    block = row_block(n, y.device)
+    _softmax_bwd_kernel[(outer * inner,)](
+        dy, y, dx, n, inner, 1.0 if temperature is None else float(temperature), LOG=log,
+        ACC=acc_type(dy.dtype, y.dtype, dtype), BLOCK=block, **launch_opts(block, y.device))
+    return dx
+
+
+def softmax_bwd_ref(dy, y, axis=-1, temperature=None, log=False, dtype=None):
+    """Reference: reads dy and y twice, writes dx (plus eager temporaries)."""
+    wide = torch.float64 if torch.float64 in (dy.dtype, y.dtype, dtype) else torch.float32
+    dy, yw = dy.to(wide), y.to(wide)
+    if log:
+        dx = dy - torch.exp(yw) * dy.sum(axis, keepdim=True)
+    else:
+        dx = yw * (dy - (dy * yw).sum(axis, keepdim=True))
+    return (dx / (temperature or 1.0)).to(dtype or y.dtype)
+
+
+# ---------------------------------------------------------------- SoftmaxOutput gradient
+
+@kernel
+def _count_kept_kernel(lab_ptr, cnt_ptr, R, ignore, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    lab = tl.load(lab_ptr + offs, mask=offs < R, other=ignore)
+    kept = tl.where(lab != ignore, 1.0, 0.0)
+    tl.atomic_add(cnt_ptr, tl.reduce(kept, 0, SUM))
+
+
+@kernel
+def _softmax_output_bwd_kernel(p_ptr, lab_ptr, cnt_ptr, dx_ptr, N, INNER, scale, ignore,
+                               on, off, PROB: tl.constexpr, USE_IGNORE: tl.constexpr,
+                               VALID: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    base = (row // INNER) * N * INNER + row % INNER
+    if VALID:
+        scale = scale / tl.maximum(tl.load(cnt_ptr), 1.0)
+    if not PROB:
+        lab = tl.load(lab_ptr + row)
+        idx = tl.minimum(tl.maximum(lab.to(tl.int64), 0), N - 1)
+        if USE_IGNORE:
+            scale = tl.where(lab != ignore, scale, 0.0)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        offs = base + cols * INNER
+        p = tl.load(p_ptr + offs, mask=cols < N, other=0.0).to(ACC)
+        if PROB:
+            t = tl.load(lab_ptr + offs, mask=cols < N, other=0.0).to(ACC)
+        else:
+            t = tl.where(cols == idx, on, off)
+        tl.store(dx_ptr + offs, ((p - t) * scale).to(dx_ptr.dtype.element_ty), mask=cols < N)
+
+
+def _so_layout(shape: tuple, multi_output: bool, preserve_shape: bool) -> tuple:
+    if multi_output:
+        return shape[0], shape[1], math.prod(shape[2:])
+    if preserve_shape:
+        return math.prod(shape[:-1]), shape[-1], 1
+    return shape[0], math.prod(shape[1:]), 1
+
+
+def softmax_output_bwd(p: torch.Tensor, label: torch.Tensor, grad_scale: float = 1.0,
+                       ignore_label: float = -1.0, use_ignore: bool = False,
+                       multi_output: bool = False, preserve_shape: bool = False,
+                       normalization: str = "null", smooth_alpha: float = 0.0, out=None):
+    """Check, allocate, launch: SoftmaxOutput's data gradient from its output ``p``."""
+    p, label = p.contiguous(), label.contiguous()
+    dx = check_out(out, tuple(p.shape), p.dtype, p.device)
+    outer, n, inner = _so_layout(tuple(p.shape), multi_output, preserve_shape)
+    rows = outer * inner
+    prob = tuple(label.shape) == tuple(p.shape)
+    if not prob and label.numel() != rows:
+        raise ValueError(f"label shape {tuple(label.shape)} does not match {rows} rows of "
+                         f"output shape {tuple(p.shape)}")
+    if p.numel() == 0:
+        return dx
+    norm = {"batch": float(p.shape[0])}.get(normalization, 1.0)
+    count = torch.zeros(1, dtype=torch.float32, device=p.device)
+    valid_count = normalization == "valid" and use_ignore and not prob
+    if valid_count:
+        block = 1024 if p.device.type == "cuda" else 64
+        _count_kept_kernel[(cdiv(rows, block),)](label, count, rows, float(ignore_label),
+                                                 BLOCK=block)
+    elif normalization == "valid":
+        norm = float(max(rows, 1))
+    if multi_output and normalization != "valid":
+        norm *= rows / p.shape[0]
+    block = row_block(n, p.device)
+    _softmax_output_bwd_kernel[(rows,)](
+        p, label, count, dx, n, inner, grad_scale / norm, float(ignore_label),
+        1.0 - smooth_alpha, smooth_alpha / max(n - 1, 1), PROB=prob,
+        USE_IGNORE=use_ignore and not prob, VALID=valid_count, ACC=acc_type(p.dtype),
+        BLOCK=block, **launch_opts(block, p.device))
+    return dx
+
+
+def softmax_output_bwd_ref(p, label, grad_scale=1.0, ignore_label=-1.0, use_ignore=False,
+                           multi_output=False, preserve_shape=False, normalization="null",
+                           smooth_alpha=0.0):
+    """Reference: reads p and labels, builds a one-hot target, writes dx (3 full passes)."""
+    outer, n, inner = _so_layout(tuple(p.shape), multi_output, preserve_shape)
+    p2 = p.reshape(outer, n, inner).movedim(1, -1).reshape(-1, n).double()
+    if tuple(label.shape) == tuple(p.shape):
+        t = label.reshape(outer, n, inner).movedim(1, -1).reshape(-1, n).double()
+        keep = torch.ones(t.shape[0], dtype=torch.bool)
+    else:
+        lab = label.reshape(-1)
+        t = torch.full_like(p2, smooth_alpha / max(n - 1, 1))
+        t.scatter_(1, lab.long().clamp(0, n - 1)[:, None], 1.0 - smooth_alpha)
+        keep = lab != ignore_label if use_ignore else torch.ones_like(lab, dtype=torch.bool)
+    norm = {"batch": float(p.shape[0]), "valid": float(max(int(keep.sum()), 1))}.get(
+        normalization, 1.0)
+    if multi_output and normalization != "valid":
+        norm *= p2.shape[0] / p.shape[0]
+    dx = (p2 - t) * keep[:, None] * (grad_scale / norm)
+    return dx.reshape(outer, inner, n).movedim(-1, 1).reshape(p.shape).to(p.dtype).contiguous()
+
+
+# ---------------------------------------------------------------- table entries
+
+def _make_softmax(axis=-1, temperature=None, log=False, with_length=False):
+    def make(dtype, device, shape):
+        gen = torch.Generator().manual_seed(0)
+        x = (torch.randn(shape, generator=gen) * 3).to(device=device, dtype=dtype)
+        kw = {"axis": axis, "temperature": temperature, "log": log}
+        if with_length:
+            rows = [d for i, d in enumerate(shape) if i != axis % len(shape)]
+            kw["length"] = torch.randint(0, shape[axis] + 2, rows, generator=gen).to(
+                device=device, dtype=torch.int32)
+        return (x,), kw
+    return make
+
+
+def _make_softmax_bwd(axis=-1, temperature=None, log=False):
+    def make(dtype, device, shape):
+        gen = torch.Generator().manual_seed(0)
+        z = torch.randn(shape, generator=gen)
+        y = torch.log_softmax(z, axis) if log else torch.softmax(z, axis)
+        dy = torch.randn(shape, generator=gen)
+        return (dy.to(device=device, dtype=dtype), y.to(device=device, dtype=dtype)), {
+            "axis": axis, "temperature": temperature, "log": log}
+    return make
+
+
+def _make_so(prob=False, **attrs):
+    def make(dtype, device, shape):
+        gen = torch.Generator().manual_seed(0)
+        outer, n, inner = _so_layout(shape, attrs.get("multi_output", False),
+                                     attrs.get("preserve_shape", False))
+        p = torch.softmax(torch.randn(shape, generator=gen), dim=-1)
+        if prob:
+            label = torch.softmax(torch.randn(shape, generator=gen), dim=-1)
+        else:
+            lab_shape = (shape[0],) + tuple(shape[2:]) if attrs.get("multi_output") else (
+                tuple(shape[:-1]) if attrs.get("preserve_shape") else (shape[0],))
+            label = torch.randint(0, n, lab_shape, generator=gen).float()
+        return (p.to(device=device, dtype=dtype), label.to(device=device, dtype=dtype)), attrs
+    return make
+
+
+_ALL = (torch.float32, torch.float16, torch.bfloat16)
+_BENCH = ((4096, 4096), (1024, 16384), (512, 32768))
+_TOL = {torch.float32: (1e-5, 1e-6), torch.float16: (2e-3, 2e-3),
+        torch.bfloat16: (1.6e-2, 1e-2)}
+_io = {"bytes": lambda x, **kw: tensor_bytes(x, x)}
+_io3 = {"bytes": lambda dy, y, **kw: tensor_bytes(dy, y, y)}
+_io_so = {"bytes": lambda p, label, **kw: tensor_bytes(p, label, p)}
+
+
+def _spec(name, fn, ref, make, shapes, io, dtypes=_ALL):
+    return KernelSpec(name=name, fn=fn, ref=ref, make=make, shapes=shapes,
+                      bench_shapes=_BENCH, dtypes=dtypes, tol=_TOL, family="softmax", **io)
+
+
+KERNELS = [
+    _spec("softmax_fwd", softmax_fwd, softmax_fwd_ref, _make_softmax(),
+          ((3, 37), (5, 129), (1, 1)), _io),
+    _spec("softmax_fwd_axis1_temperature", softmax_fwd, softmax_fwd_ref,
+          _make_softmax(axis=1, temperature=2.0), ((7, 13, 3), (2, 37, 5)), _io),
+    _spec("log_softmax_fwd", softmax_fwd, softmax_fwd_ref, _make_softmax(log=True),
+          ((3, 37), (5, 129)), _io),
+    _spec("softmax_fwd_length", softmax_fwd, softmax_fwd_ref, _make_softmax(with_length=True),
+          ((6, 37), (3, 5, 7)), _io, dtypes=(torch.float32,)),
+    _spec("softmax_bwd", softmax_bwd, softmax_bwd_ref, _make_softmax_bwd(temperature=0.5),
+          ((3, 37), (5, 129)), _io3),
+    _spec("log_softmax_bwd_axis0", softmax_bwd, softmax_bwd_ref,
+          _make_softmax_bwd(axis=0, log=True), ((37, 3), (7, 13, 3)), _io3),
+    _spec("softmax_output_bwd", softmax_output_bwd, softmax_output_bwd_ref,
+          _make_so(grad_scale=0.5, normalization="batch", smooth_alpha=0.1),
+          ((5, 37), (3, 129)), _io_so),
+    _spec("softmax_output_bwd_ignore_valid", softmax_output_bwd, softmax_output_bwd_ref,
+          _make_so(use_ignore=True, ignore_label=1.0, normalization="valid"),
+          ((9, 3), (5, 37)), _io_so, dtypes=(torch.float32,)),
+    _spec("softmax_output_bwd_multi", softmax_output_bwd, softmax_output_bwd_ref,
+          _make_so(multi_output=True), ((2, 5, 7), (3, 4, 2, 3)), _io_so,
+          dtypes=(torch.float32,)),
+    _spec("softmax_output_bwd_preserve_prob", softmax_output_bwd, softmax_output_bwd_ref,
+          _make_so(prob=True, preserve_shape=True), ((2, 3, 37),), _io_so,
+          dtypes=(torch.float32,)),
+]
