@@ -78,7 +78,11 @@ def _source(prog: Program, name: str, rank: int, contiguous: tuple[bool, ...],
              "@kernel", f"def {name}({params}):",
              "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
              "    mask = offs < n"]
+    read = {ops[i] for tpl, ops in prog.body for i in range(len(ops))
+            if f"{{{i}}}" in tpl} | set(prog.outputs)
     for k in range(prog.n_inputs):
+        if f"x{k}" not in read:  # an input no expression reads is never loaded
+            continue
         if contiguous[k]:
             lines.append(f"    i{k} = offs")
         else:

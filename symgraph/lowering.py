@@ -9,6 +9,7 @@ before the chain runs. Intermediate values of a chain never reach memory.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -152,10 +153,7 @@ def fused_unit(layout, members: list[int], shapes, dtypes, users, keep: set[int]
     for i, nid in enumerate(members):
         template = node_template(graph.nodes[nid])
         ops = []
-        for k, slot in enumerate(layout.ins[nid]):
-            if f"{{{k}}}" not in template:
-                ops.append("0.0")  # an input the expression does not read is never loaded
-                continue
+        for slot in layout.ins[nid]:
             if slot not in names:
                 names[slot] = f"x{len(ext)}"
                 ext.append(slot)
@@ -172,16 +170,51 @@ def fused_unit(layout, members: list[int], shapes, dtypes, users, keep: set[int]
     nodes = [graph.nodes[m] for m in members]
     fused = FusedNode("+".join(n.name for n in nodes), nodes, source, prog.expression(),
                       [graph.nodes[layout.producer[s]].output_name(0) for s in outs])
-    return Unit(list(members), ext, [], outs, _launcher(prog, shape, dtype), None,
+    fallback = _chain_reference(graph, members, ext, outs, layout)
+    return Unit(list(members), ext, [], outs, _launcher(prog, shape, dtype, fallback), None,
                 f"fused:{kname} ({len(members)} ops)", fused)
 
 
-def _launcher(prog, shape: tuple, dtype: torch.dtype) -> Callable:
+def _launcher(prog, shape: tuple, dtype: torch.dtype, fallback: Callable) -> Callable:
     from kernels.elementwise import run
 
     def launch(p, ins, aux, rt):
         return run(prog, ins, shape, dtype)
-    return launch
+    return guarded(launch, fallback, prog.expression())
+
+
+def guarded(kernel: Callable, fallback: Callable, what: str) -> Callable:
+    """A step that falls back to the torch reference, with a warning, if the kernel fails to
+    compile or launch (checked on the first call; later calls pay nothing extra)."""
+    state = {"fn": None}
+
+    def first(p, ins, aux, rt):
+        if state["fn"] is not None:
+            return state["fn"](p, ins, aux, rt)
+        try:
+            out = kernel(p, ins, aux, rt)
+            state["fn"] = kernel
+        except Exception as err:  # noqa: BLE001 - any compiler/launcher failure falls back
+            warnings.warn(f"Triton kernel for {what} failed ({type(err).__name__}: {err}); "
+                          "using the torch reference instead", RuntimeWarning, stacklevel=2)
+            state["fn"] = fallback
+            out = fallback(p, ins, aux, rt)
+        return out
+    first.__name__ = getattr(kernel, "__name__", "kernel")
+    return first
+
+
+def _chain_reference(graph: IndexedGraph, members: list[int], ext: list[int],
+                     outs: list[int], layout) -> Callable:
+    """Run a fused chain's member ops one by one with their torch references."""
+    def reference(p, ins, aux, rt):
+        values = dict(zip(ext, ins))
+        for nid in members:
+            node = graph.nodes[nid]
+            args = [values.get(s) for s in layout.ins[nid]]
+            values[graph.row_ptr[nid]] = node.op.forward(node.params, args, [], rt)[0]
+        return tuple(values[s] for s in outs)
+    return reference
 
 
 def single_unit(layout, nid: int, device: torch.device, shapes, dtypes) -> Unit:
@@ -197,7 +230,8 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes) -> Unit:
         fn, label = op.forward, f"view:{op.name}"
     elif uses_triton(device):
         if op.kernel is not None:
-            fn, label = op.kernel, f"triton:{getattr(op.kernel, '__name__', op.name)}"
+            fn = guarded(op.kernel, op.forward, f"{op.name} ({node.name})")
+            label = f"triton:{getattr(op.kernel, '__name__', op.name)}"
         elif _fusible(graph, nid, shapes, dtypes):
             return fused_unit(layout, [nid], shapes, dtypes, {}, set())
     return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, node.params, label, node,

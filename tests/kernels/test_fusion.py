@@ -83,3 +83,24 @@ def test_integer_tensors_stay_on_the_reference(triton_backend):
     assert exe._plan.impl[exe._plan.forward_train[0][-1].name].startswith("torch:")
     exe.arg_dict["x"][:] = 4
     assert exe.forward()[0].asnumpy().tolist() == [[5, 5, 5], [5, 5, 5]]
+
+
+def test_a_failing_kernel_falls_back_to_the_reference_with_a_warning(triton_backend):
+    from symgraph.lowering import guarded
+
+    def broken(p, ins, aux, rt):
+        raise RuntimeError("compiler exploded")
+
+    step = guarded(broken, lambda p, ins, aux, rt: ("reference",), "test op")
+    with pytest.warns(RuntimeWarning, match="compiler exploded"):
+        assert step(None, [], [], None) == ("reference",)
+    assert step(None, [], [], None) == ("reference",)  # decided once
+
+
+def test_unused_inputs_are_not_loaded(triton_backend):
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    exe = _bind(mx.sym.broadcast_like(x, y), x=(1, 5), y=(3, 5))
+    source = exe._plan.forward_train[0][-1].source
+    assert "x1 = tl.load" not in source and "x0 = tl.load" in source
+    np.testing.assert_allclose(exe.forward()[0].asnumpy(),
+                               np.broadcast_to(exe.arg_dict["x"].asnumpy(), (3, 5)))
