@@ -84,3 +84,19 @@ def override(**changes) -> Iterator[Config]:
 def use_backend(name: str) -> Config:
     """Select the kernel backend for executors bound from now on: auto, triton or torch."""
     return set(backend=name)
+
+
+_applied: dict[str, str] = {}
+
+
+def apply_kernel_settings() -> None:
+    """Point the kernel caches at ``cache_dir`` (generated sources, and Triton's own cache of
+    compiled binaries and autotune results, keyed by source, config and device), once per
+    cache_dir, so a second process starts warm."""
+    cache_dir = get().cache_dir
+    if _applied.get("cache_dir") == cache_dir:
+        return
+    import kernels.elementwise
+    kernels.elementwise.set_cache_dir(cache_dir)
+    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(cache_dir, "triton"))
+    _applied["cache_dir"] = cache_dir

@@ -25,7 +25,10 @@ _FLOATS = ("float16", "bfloat16", "float32", "float64")
 def uses_triton(device: torch.device) -> bool:
     """Whether nodes on ``device`` run Triton kernels under the current backend."""
     backend = config.get().backend
-    return backend == "triton" or (backend == "auto" and device.type == "cuda")
+    use = backend == "triton" or (backend == "auto" and device.type == "cuda")
+    if use:
+        config.apply_kernel_settings()
+    return use
 
 
 @dataclass

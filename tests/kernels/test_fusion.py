@@ -104,3 +104,11 @@ def test_unused_inputs_are_not_loaded(triton_backend):
     assert "x1 = tl.load" not in source and "x0 = tl.load" in source
     np.testing.assert_allclose(exe.forward()[0].asnumpy(),
                                np.broadcast_to(exe.arg_dict["x"].asnumpy(), (3, 5)))
+
+
+def test_generated_sources_persist_in_the_cache_dir(tmp_path):
+    with config.override(backend="triton", cache_dir=str(tmp_path)):
+        exe = _bind(mx.sym.sqrt(mx.sym.abs(mx.sym.Variable("x")) + 1), x=(2, 7))
+        exe.forward()
+    files = list((tmp_path / "fused").glob("fused_*.py"))
+    assert len(files) == 1 and "tl.sqrt" in files[0].read_text()
