@@ -14,7 +14,9 @@ from typing import Any
 
 import torch
 
-FAMILIES = ("elementwise", "gemm", "reduce", "softmax")  # modules under kernels/ that define KERNELS
+# modules under kernels/ that define KERNELS
+FAMILIES = ("elementwise", "gemm", "reduce", "softmax",
+            "copy", "pool", "index", "dropout", "sequence", "optimizer")
 
 # make(dtype, device, shape) -> (args, kwargs) for the wrapper and the reference alike
 Maker = Callable[[torch.dtype, torch.device, tuple], tuple[tuple, dict]]

@@ -96,11 +96,25 @@ def _concat_forward(p, ins, aux, rt):
     return (torch.cat(list(ins), dim=norm_axis(p.dim, ins[0].dim(), "Concat")),)
 
 
+def triton_concat(p, ins, aux, rt):
+    """Concat as one Triton launch over all inputs."""
+    from kernels.copy import concat
+    return (concat(ins, norm_axis(p.dim, ins[0].dim(), "Concat")),)
+
+
+def triton_backward_concat(p, ins, aux, rt):
+    """Split the Concat gradient into every input's part in one Triton launch."""
+    from kernels.copy import split
+    axis = norm_axis(p.dim, ins[0].dim(), "Concat")
+    return split(ins[0], [x.shape[axis] for x in ins[1:]], axis)
+
+
 register(OpDef(
     name="Concat", aliases=("concat",), key_var_num_args="num_args",
     params=(Param("num_args", "int", doc="Number of inputs to join.", lower=1),
             Param("dim", "int", 1, doc="The axis to join along (negative counts from the end).")),
     inputs=_args, infer_shape=_concat_shape, infer_type=shared_type, forward=_concat_forward,
+    kernel=triton_concat,
     gradient=lambda g, p, ins, outs, og: g.multi("_backward_Concat", og[0], *ins,
                                                   num_args=len(ins), dim=p.dim),
     cases=(Case(((2, 3, 4), (2, 1, 4), (2, 2, 4))), Case(((3, 2), (1, 2)), {"dim": 0}),
@@ -118,7 +132,7 @@ register(OpDef(
     params=(Param("num_args", "int"), Param("dim", "int", 1)),
     inputs=lambda p: ["ograd"] + _args(p), outputs=lambda p: [f"{a}_grad" for a in _args(p)],
     infer_shape=lambda p, s: (s, list(s[1:])) if all(s[1:]) else None,
-    infer_type=shared_type, forward=_backward_concat,
+    infer_type=shared_type, forward=_backward_concat, kernel=triton_backward_concat,
     gradient=lambda g, p, ins, outs, og: [g.op("Concat", *og, num_args=len(og), dim=p.dim)]
     + [None] * p.num_args,
     cases=(Case(((2, 5, 3), (2, 2, 3), (2, 3, 3)), {"num_args": 2}, no_grad_inputs=(1, 2)),),
@@ -146,11 +160,17 @@ def _stack_shape(p, shapes):
     return [tuple(common)] * len(shapes), [out]
 
 
+def triton_stack(p, ins, aux, rt):
+    """stack as one Triton launch over all inputs."""
+    from kernels.copy import stack
+    return (stack(ins, norm_axis(p.axis, ins[0].dim() + 1, "stack")),)
+
+
 register(OpDef(
     name="stack", key_var_num_args="num_args",
     params=(Param("num_args", "int", doc="Number of inputs to stack.", lower=1),
             Param("axis", "int", 0, doc="Position of the new axis in the output.")),
-    inputs=_args, infer_shape=_stack_shape, infer_type=shared_type,
+    inputs=_args, infer_shape=_stack_shape, infer_type=shared_type, kernel=triton_stack,
     forward=lambda p, ins, aux, rt: (
         torch.stack(list(ins), dim=norm_axis(p.axis, ins[0].dim() + 1, "stack")),),
     gradient=lambda g, p, ins, outs, og: g.multi(
@@ -192,6 +212,17 @@ def _split_forward(p, ins, aux, rt):
     return tuple(parts)
 
 
+def triton_split(p, ins, aux, rt):
+    """SliceChannel as one Triton launch writing every part."""
+    from kernels.copy import split
+    x = ins[0]
+    axis = norm_axis(p.axis, x.dim(), "SliceChannel")
+    parts = split(x, [x.shape[axis] // p.num_outputs] * p.num_outputs, axis)
+    if p.squeeze_axis and x.dim() > 1:
+        parts = tuple(t.squeeze(axis) for t in parts)
+    return parts
+
+
 def _split_grad(g, p, ins, outs, og):
     if not p.squeeze_axis:
         return [g.op("Concat", *og, num_args=len(og), dim=p.axis)]
@@ -206,7 +237,7 @@ register(OpDef(
             Param("squeeze_axis", "bool", False,
                   doc="Drop the split axis (its size must equal num_outputs).")),
     outputs=lambda p: [f"output{i}" for i in range(p.num_outputs)],
-    infer_shape=_split_shape, forward=_split_forward, gradient=_split_grad,
+    infer_shape=_split_shape, forward=_split_forward, gradient=_split_grad, kernel=triton_split,
     cases=(Case(((2, 6, 3),), {"num_outputs": 3}),
            Case(((4, 3),), {"num_outputs": 2, "axis": 0}),
            Case(((2, 3, 3),), {"num_outputs": 3, "axis": -1, "squeeze_axis": True}),

@@ -174,9 +174,16 @@ def _transpose_shape(p, shapes):
     return shapes, [tuple(src[a] for a in _axes(p, len(src)))]
 
 
+def triton_transpose(p, ins, aux, rt):
+    """transpose as one strided Triton copy."""
+    from kernels.copy import permute
+    return (permute(ins[0], _axes(p, ins[0].dim())),)
+
+
 register(OpDef(
     name="transpose", params=(Param("axes", "shape", ()),), infer_shape=_transpose_shape,
     forward=lambda p, ins, aux, rt: (ins[0].permute(_axes(p, ins[0].dim())).contiguous(),),
+    kernel=triton_transpose,
     gradient=lambda g, p, ins, outs, og: [g.op("_transpose_back", og[0], ins[0], axes=p.axes)],
     cases=(Case(((2, 3, 4),), {}), Case(((2, 3, 4),), {"axes": (1, 0, 2)}),
            Case(((2, 3, 4),), {"axes": (2, 0, 1)})),
@@ -190,11 +197,18 @@ def _inverse(perm: tuple) -> tuple:
     return tuple(inv)
 
 
+def triton_transpose_back(p, ins, aux, rt):
+    """The transpose gradient as one strided Triton copy."""
+    from kernels.copy import permute
+    return (permute(ins[0], _inverse(_axes(p, ins[0].dim()))),)
+
+
 register(OpDef(
     name="_transpose_back", params=(Param("axes", "shape", ()),), inputs=("ograd", "data"),
     hidden=True, infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
     forward=lambda p, ins, aux, rt: (
         ins[0].permute(_inverse(_axes(p, ins[0].dim()))).contiguous(),),
+    kernel=triton_transpose_back,
     gradient=lambda g, p, ins, outs, og: [g.op("transpose", og[0], axes=p.axes), None],
     cases=(Case(((4, 2, 3), (2, 3, 4)), {"axes": (2, 0, 1)}, no_grad_inputs=(1,)),),
     doc="Undo ``transpose(axes)``: the gradient of transpose."))

@@ -142,6 +142,27 @@ def _scatter(g: torch.Tensor, shape: tuple, ranges) -> torch.Tensor:
     return out
 
 
+def _starts_steps(ranges) -> tuple[list, list, list]:
+    """Per-axis starts, steps and sizes of :func:`slice_ranges` output (Triton copies)."""
+    return ([b for b, e, s in ranges], [s for b, e, s in ranges],
+            [_range_size(b, e, s) for b, e, s in ranges])
+
+
+def triton_slice(p, ins, aux, rt):
+    """slice as one strided Triton copy (negative steps are negative strides)."""
+    from kernels.copy import slice_nd
+    x = ins[0]
+    return (slice_nd(x, *_starts_steps(slice_ranges(p, tuple(x.shape)))),)
+
+
+def triton_backward_slice(p, ins, aux, rt):
+    """The slice gradient: Triton zero fill, then a strided copy into the slice."""
+    from kernels.copy import scatter
+    shape = tuple(ins[1].shape)
+    starts, steps, _ = _starts_steps(slice_ranges(p, shape))
+    return (scatter(ins[0], shape, starts, steps),)
+
+
 _SLICE_PARAMS = (
     Param("begin", "shape_with_none", doc="Start index per axis (None: from the edge)."),
     Param("end", "shape_with_none", doc="End index per axis, exclusive (None: to edge)."),
@@ -150,6 +171,7 @@ _SLICE_PARAMS = (
 register(OpDef(
     name="slice", aliases=("crop",), params=_SLICE_PARAMS, infer_shape=_slice_shape,
     forward=lambda p, ins, aux, rt: (_gather(ins[0], slice_ranges(p, tuple(ins[0].shape))),),
+    kernel=triton_slice,
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_slice", og[0], ins[0], begin=p.begin,
                                                end=p.end, step=p.step)],
     cases=(Case(((3, 4, 5),), {"begin": (0, 1), "end": (2, 3)}),
@@ -173,6 +195,7 @@ register(OpDef(
     infer_shape=_grad_shape,
     forward=lambda p, ins, aux, rt: (
         _scatter(ins[0], tuple(ins[1].shape), slice_ranges(p, tuple(ins[1].shape))),),
+    kernel=triton_backward_slice,
     gradient=lambda g, p, ins, outs, og: [
         g.op("slice", og[0], begin=p.begin, end=p.end, step=p.step), None],
     cases=(Case(((2, 2, 2), (3, 4, 5)), {"begin": (0, -1, None), "end": (2, 0, -1),
@@ -225,13 +248,34 @@ def _backward_slice_axis(p, ins, aux, rt):
     return (out,)
 
 
+def _axis_starts(p, shape: tuple) -> tuple[list, list, list]:
+    axis, begin, end = slice_axis_range(p, shape)
+    starts = [begin if d == axis else 0 for d in range(len(shape))]
+    sizes = [end - begin if d == axis else n for d, n in enumerate(shape)]
+    return starts, [1] * len(shape), sizes
+
+
+def triton_slice_axis(p, ins, aux, rt):
+    """slice_axis as one strided Triton copy."""
+    from kernels.copy import slice_nd
+    return (slice_nd(ins[0], *_axis_starts(p, tuple(ins[0].shape))),)
+
+
+def triton_backward_slice_axis(p, ins, aux, rt):
+    """The slice_axis gradient: Triton zero fill, then a copy into the slice."""
+    from kernels.copy import scatter
+    shape = tuple(ins[1].shape)
+    starts, steps, _ = _axis_starts(p, shape)
+    return (scatter(ins[0], shape, starts, steps),)
+
+
 _SLICE_AXIS_PARAMS = (Param("axis", "int", doc="The axis to slice (negative counts from the end)."),
                       Param("begin", "int", doc="Start index (negative counts from the end)."),
                       Param("end", "int_or_none", doc="End index, exclusive (None: axis end)."))
 
 register(OpDef(
     name="slice_axis", params=_SLICE_AXIS_PARAMS, infer_shape=_slice_axis_shape,
-    forward=_slice_axis_forward,
+    forward=_slice_axis_forward, kernel=triton_slice_axis,
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_slice_axis", og[0], ins[0],
                                                axis=p.axis, begin=p.begin, end=p.end)],
     cases=(Case(((3, 4, 2),), {"axis": 1, "begin": 1, "end": None}),
@@ -242,6 +286,7 @@ register(OpDef(
 register(OpDef(
     name="_backward_slice_axis", params=_SLICE_AXIS_PARAMS, inputs=("ograd", "data"),
     hidden=True, infer_shape=_grad_shape, forward=_backward_slice_axis,
+    kernel=triton_backward_slice_axis,
     gradient=lambda g, p, ins, outs, og: [
         g.op("slice_axis", og[0], axis=p.axis, begin=p.begin, end=p.end), None],
     cases=(Case(((3, 2), (3, 5)), {"axis": 1, "begin": 1, "end": 3}, no_grad_inputs=(1,)),),
@@ -345,9 +390,22 @@ def _backward_tile(p, ins, aux, rt):
     return (summed.reshape(x.shape),)
 
 
+def triton_tile(p, ins, aux, rt):
+    """tile as one Triton copy of a stride-0 view."""
+    from kernels.copy import tile
+    _tile_dims(p.reps, tuple(ins[0].shape))  # MXNet's checks
+    return (tile(ins[0], p.reps),)
+
+
+def triton_backward_tile(p, ins, aux, rt):
+    """The tile gradient as one Triton reduce-sum over the repetitions."""
+    from kernels.copy import tile_backward
+    return (tile_backward(ins[0], tuple(ins[1].shape), p.reps),)
+
+
 register(OpDef(
     name="tile", params=(Param("reps", "shape", doc="Repetitions per axis (numpy.tile)."),),
-    infer_shape=_tile_shape, forward=_tile_forward,
+    infer_shape=_tile_shape, forward=_tile_forward, kernel=triton_tile,
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_tile", og[0], ins[0], reps=p.reps)],
     cases=(Case(((2, 3),), {"reps": (2, 1)}), Case(((2, 3),), {"reps": (3,)}),
            Case(((3,),), {"reps": (2, 1, 2)}), Case(((2, 3),), {"reps": ()})),
@@ -355,7 +413,7 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_tile", params=(Param("reps", "shape"),), inputs=("ograd", "data"),
-    hidden=True, infer_shape=_grad_shape, forward=_backward_tile,
+    hidden=True, infer_shape=_grad_shape, forward=_backward_tile, kernel=triton_backward_tile,
     gradient=lambda g, p, ins, outs, og: [g.op("tile", og[0], reps=p.reps), None],
     cases=(Case(((2, 4, 3), (2, 3)), {"reps": (2, 2, 1)}, no_grad_inputs=(1,)),),
     doc="Gradient of ``tile``: the output gradient summed over the repetitions."))
@@ -406,11 +464,25 @@ def _backward_repeat(p, ins, aux, rt):
     return (g.reshape(split).sum(axis + 1),)
 
 
+def triton_repeat(p, ins, aux, rt):
+    """repeat as one Triton copy of a stride-0 view."""
+    from kernels.copy import repeat
+    return (repeat(ins[0], p.repeats, _repeat_axis(p, ins[0].dim())),)
+
+
+def triton_backward_repeat(p, ins, aux, rt):
+    """The repeat gradient as one Triton reduce-sum over each element's copies."""
+    from kernels.copy import repeat_backward
+    x = ins[1]
+    return (repeat_backward(ins[0], tuple(x.shape), p.repeats, _repeat_axis(p, x.dim())),)
+
+
 _REPEAT_PARAMS = (Param("repeats", "int", doc="How many times to repeat each element."),
                   Param("axis", "int_or_none", None, doc="The axis (None: flatten first)."))
 
 register(OpDef(
     name="repeat", params=_REPEAT_PARAMS, infer_shape=_repeat_shape, forward=_repeat_forward,
+    kernel=triton_repeat,
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_repeat", og[0], ins[0],
                                                repeats=p.repeats, axis=p.axis)],
     cases=(Case(((2, 3),), {"repeats": 2}), Case(((2, 3, 2),), {"repeats": 3, "axis": 1}),
@@ -419,7 +491,7 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_repeat", params=_REPEAT_PARAMS, inputs=("ograd", "data"), hidden=True,
-    infer_shape=_grad_shape, forward=_backward_repeat,
+    infer_shape=_grad_shape, forward=_backward_repeat, kernel=triton_backward_repeat,
     gradient=lambda g, p, ins, outs, og: [
         g.op("repeat", og[0], repeats=p.repeats, axis=p.axis), None],
     cases=(Case(((2, 6), (2, 3)), {"repeats": 2, "axis": 1}, no_grad_inputs=(1,)),),
@@ -448,11 +520,20 @@ def _swap_shape(p, shapes):
     return shapes, [tuple(out)]
 
 
+def triton_swap_axis(p, ins, aux, rt):
+    """SwapAxis as one strided Triton copy."""
+    from kernels.copy import permute
+    a, b = _swap_dims(p, ins[0].dim())
+    perm = list(range(ins[0].dim()))
+    perm[a], perm[b] = b, a
+    return (permute(ins[0], perm),)
+
+
 register(OpDef(
     name="SwapAxis", aliases=("swapaxes",),
     params=(Param("dim1", "int", 0, doc="The first axis."),
             Param("dim2", "int", 0, doc="The second axis.")),
-    infer_shape=_swap_shape,
+    infer_shape=_swap_shape, kernel=triton_swap_axis,
     forward=lambda p, ins, aux, rt: (
         ins[0].transpose(*_swap_dims(p, ins[0].dim())).contiguous(),),
     gradient=lambda g, p, ins, outs, og: [g.op("SwapAxis", og[0], dim1=p.dim1, dim2=p.dim2)],
@@ -523,11 +604,17 @@ def _reverse_forward(p, ins, aux, rt):
     return (torch.flip(ins[0], dims) if dims else ins[0].clone(),)
 
 
+def triton_reverse(p, ins, aux, rt):
+    """reverse (flip) as one negative-stride Triton copy."""
+    from kernels.copy import flip
+    return (flip(ins[0], _reverse_dims(p, ins[0].dim())),)
+
+
 register(OpDef(
     name="reverse", aliases=("flip",),
     params=(Param("axis", "shape", doc="The axes to reverse."),),
     infer_shape=lambda p, s: (_reverse_dims(p, len(s[0])), (s, [s[0]]))[1] if s[0] else None,
-    forward=_reverse_forward,
+    forward=_reverse_forward, kernel=triton_reverse,
     gradient=lambda g, p, ins, outs, og: [g.op("reverse", og[0], axis=p.axis)],
     cases=(Case(((3, 4),), {"axis": 1}), Case(((2, 3, 4),), {"axis": (0, 2)}),
            Case(((2, 3),), {"axis": (1, 1)})),

@@ -1,0 +1,496 @@
+"""Data movement: strided copies (slice, transpose, flip, broadcast, tile, repeat), concat and
+split in one launch, scatter into zeros, and the reduce-sum that undoes a broadcast.
+
+Every layout change is one kernel, :func:`_copy_kernel`: each element of a logical shape is
+read at ``src_off + sum(c_d * src_stride_d)`` and written at ``dst_off + sum(c_d *
+dst_stride_d)``. Strides may be 0 (broadcast) or negative (flip, negative-step slices), so
+``tile`` and ``repeat`` are copies of a stride-0 view with interleaved axes. Sizes and
+strides travel in a small int64 ``meta`` tensor (any rank, one compiled kernel per rank).
+Adjacent axes that are contiguous in both source and destination are merged first.
+
+Concat and split move many tensors in one launch: a table of (pointer, width, column)
+rows, one per part, over the 2-D view ``(outer, axis * inner)`` of the joined tensor.
+
+Backward of tile/repeat/broadcast sums the gradient over the repeated axes
+(:func:`reduce_sum`); backward of slicing writes the gradient into zeros (:func:`scatter`).
+
+Bytes moved: a copy reads and writes each output element once; a reduce reads the input
+once and writes the output once.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import triton.language as tl
+
+from .runtime import block_for, cdiv, kernel
+from .table import KernelSpec, tensor_bytes
+
+
+def _block(n: int, device: torch.device) -> int:
+    return block_for(n, cap=1024 if device.type == "cuda" else 256)
+
+
+@kernel
+def _copy_kernel(src, dst, meta, n, RANK: tl.constexpr, BLOCK: tl.constexpr):
+    """dst[dst_off + c . dst_strides] = src[src_off + c . src_strides] for c over sizes."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    rem = offs
+    so = offs * 0 + tl.load(meta + 3 * RANK)
+    do = offs * 0 + tl.load(meta + 3 * RANK + 1)
+    for d in tl.static_range(RANK - 1, -1, -1):
+        size = tl.load(meta + d)
+        c = rem % size
+        rem = rem // size
+        so += c * tl.load(meta + RANK + d)
+        do += c * tl.load(meta + 2 * RANK + d)
+    v = tl.load(src + so, mask=mask)
+    tl.store(dst + do, v.to(dst.dtype.element_ty), mask=mask)
+
+
+@kernel
+def _fill_kernel(dst, n, value, BLOCK: tl.constexpr):
+    """dst[:n] = value."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    v = (offs * 0).to(tl.float32) + value
+    tl.store(dst + offs, v.to(dst.dtype.element_ty), mask=offs < n)
+
+
+def _coalesce(sizes, *strides) -> tuple[list, list]:
+    """Drop size-1 axes and merge neighbours that are contiguous in every stride list."""
+    keep = [d for d, s in enumerate(sizes) if s != 1]
+    out_sizes: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for d in keep:
+        if out_sizes and all(st[d] * sizes[d] == o[-1] for st, o in zip(strides, out_strides)):
+            out_sizes[-1] *= sizes[d]
+            for st, o in zip(strides, out_strides):
+                o[-1] = st[d]
+            continue
+        out_sizes.append(sizes[d])
+        for st, o in zip(strides, out_strides):
+            o.append(st[d])
+    return out_sizes or [1], [o or [1] for o in out_strides]
+
+
+def strided_copy(src: torch.Tensor, sizes: Sequence[int], src_strides: Sequence[int],
+                 src_off: int, dst: torch.Tensor, dst_view: tuple[Sequence[int], int]) -> None:
+    """Launch: copy the (sizes, strides, offset) view of ``src`` into ``dst``'s view
+    ``(strides, offset)`` (element units; strides may be 0 or negative)."""
+    n = 1
+    for s in sizes:
+        n *= s
+    if n == 0:
+        return
+    sizes, (ss, ds) = _coalesce(list(sizes), list(src_strides), list(dst_view[0]))
+    meta = torch.tensor(sizes + ss + ds + [src_off, dst_view[1]], dtype=torch.int64,
+                        device=src.device)
+    block = _block(n, src.device)
+    _copy_kernel[(cdiv(n, block),)](src, dst, meta, n, RANK=len(sizes), BLOCK=block)
+
+
+def fill(dst: torch.Tensor, value: float) -> torch.Tensor:
+    """Launch: fill contiguous ``dst`` with ``value``."""
+    n = dst.numel()
+    if n:
+        block = _block(n, dst.device)
+        _fill_kernel[(cdiv(n, block),)](dst, n, float(value), BLOCK=block)
+    return dst
+
+
+def _out(out, shape, like: torch.Tensor, dtype=None) -> torch.Tensor:
+    if out is None:
+        return torch.empty(tuple(shape), dtype=dtype or like.dtype, device=like.device)
+    if tuple(out.shape) != tuple(shape) or not out.is_contiguous():
+        raise ValueError(f"out must be contiguous of shape {tuple(shape)}, got "
+                         f"{tuple(out.shape)}")
+    return out
+
+
+def _contig_strides(shape) -> list[int]:
+    strides, acc = [], 1
+    for s in reversed(tuple(shape)):
+        strides.append(acc)
+        acc *= s
+    return strides[::-1]
+
+
+def copy_view(view: torch.Tensor, out=None) -> torch.Tensor:
+    """Materialise any strided view of a tensor (stride 0 included) contiguously."""
+    out = _out(out, view.shape, view)
+    strided_copy(view, view.shape, view.stride(), 0, out, (_contig_strides(view.shape), 0))
+    return out
+
+
+# ---------------------------------------------------------------- permute / flip / slice
+
+def permute(x: torch.Tensor, axes: Sequence[int], out=None) -> torch.Tensor:
+    """``x.permute(axes)`` made contiguous (transpose, SwapAxis)."""
+    return copy_view(x.permute(tuple(axes)), out)
+
+
+def permute_ref(x: torch.Tensor, axes: Sequence[int]) -> torch.Tensor:
+    """Reference: reads and writes x once."""
+    return x.permute(tuple(axes)).contiguous()
+
+
+def _sliced(shape, strides, starts, steps, sizes) -> tuple[list, int]:
+    """Strides and offset of the per-axis ``start + i * step`` view (steps may be < 0)."""
+    view = [st * sp for st, sp in zip(strides, steps)]
+    off = sum(st * b for st, b, n in zip(strides, starts, sizes) if n)
+    return view, off
+
+
+def slice_nd(x: torch.Tensor, starts: Sequence[int], steps: Sequence[int],
+             sizes: Sequence[int], out=None) -> torch.Tensor:
+    """``out[i] = x[start + i * step]`` per axis (slice, slice_axis, flip)."""
+    out = _out(out, sizes, x)
+    view, off = _sliced(x.shape, x.stride(), starts, steps, sizes)
+    strided_copy(x, sizes, view, off, out, (_contig_strides(sizes), 0))
+    return out
+
+
+def slice_nd_ref(x: torch.Tensor, starts, steps, sizes) -> torch.Tensor:
+    """Reference: index_select per axis; reads and writes the output's size once."""
+    for d, (b, s, n) in enumerate(zip(starts, steps, sizes)):
+        x = x.index_select(d, torch.arange(n, device=x.device) * s + b)
+    return x.contiguous()
+
+
+def scatter(g: torch.Tensor, shape: Sequence[int], starts: Sequence[int],
+            steps: Sequence[int], out=None) -> torch.Tensor:
+    """Zeros of ``shape`` with ``g`` placed at ``start + i * step`` (slice backward)."""
+    out = fill(_out(out, shape, g), 0.0)
+    view, off = _sliced(shape, _contig_strides(shape), starts, steps, g.shape)
+    strided_copy(g, g.shape, g.stride(), 0, out, (view, off))
+    return out
+
+
+def scatter_ref(g: torch.Tensor, shape, starts, steps) -> torch.Tensor:
+    """Reference: writes the output once, reads and writes g's size once more."""
+    out = torch.zeros(tuple(shape), dtype=g.dtype, device=g.device)
+    idx = [torch.arange(n, device=g.device) * s + b for b, s, n in zip(starts, steps, g.shape)]
+    out[torch.meshgrid(*idx, indexing="ij")] = g
+    return out
+
+
+def flip(x: torch.Tensor, dims: Sequence[int], out=None) -> torch.Tensor:
+    """``torch.flip(x, dims)`` as a negative-stride copy."""
+    starts = [n - 1 if d in dims else 0 for d, n in enumerate(x.shape)]
+    steps = [-1 if d in dims else 1 for d in range(x.dim())]
+    return slice_nd(x, starts, steps, tuple(x.shape), out)
+
+
+def flip_ref(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    """Reference: reads and writes x once."""
+    return torch.flip(x, tuple(dims))
+
+
+# ---------------------------------------------------------------- broadcast / tile / repeat
+
+def broadcast_to(x: torch.Tensor, shape: Sequence[int], out=None) -> torch.Tensor:
+    """``x.expand(shape)`` made contiguous (broadcast_to/axis/like)."""
+    return copy_view(x.expand(tuple(shape)), out)
+
+
+def broadcast_to_ref(x: torch.Tensor, shape) -> torch.Tensor:
+    """Reference: reads x, writes the output once."""
+    return x.expand(tuple(shape)).contiguous()
+
+
+def tile_dims(shape, reps) -> tuple[tuple, tuple]:
+    """Shape and reps padded on the left with ones to one length (numpy.tile)."""
+    n = max(len(reps), len(shape))
+    return (1,) * (n - len(shape)) + tuple(shape), (1,) * (n - len(reps)) + tuple(reps)
+
+
+def tile(x: torch.Tensor, reps: Sequence[int], out=None) -> torch.Tensor:
+    """``numpy.tile``: a copy of the stride-0 view ``(r0, d0, r1, d1, ...)``."""
+    dims, reps = tile_dims(tuple(x.shape), tuple(reps))
+    xv = x.reshape(dims)
+    inter = [v for pair in zip(reps, dims) for v in pair]
+    strides = [v for st in xv.stride() for v in (0, st)]
+    result = _out(out, [r * d for r, d in zip(reps, dims)], x)
+    strided_copy(xv, inter, strides, 0, result, (_contig_strides(inter), 0))
+    return result
+
+
+def tile_ref(x: torch.Tensor, reps) -> torch.Tensor:
+    """Reference: reads x, writes the output once."""
+    dims, reps = tile_dims(tuple(x.shape), tuple(reps))
+    return x.reshape(dims).repeat(reps)
+
+
+def repeat(x: torch.Tensor, repeats: int, axis: int | None, out=None) -> torch.Tensor:
+    """``repeat_interleave`` along ``axis`` (None: of the flattened array)."""
+    xv = x.reshape(-1) if axis is None else x
+    ax = 0 if axis is None else axis
+    shape = list(xv.shape)
+    sizes = shape[:ax + 1] + [repeats] + shape[ax + 1:]
+    strides = list(xv.stride()[:ax + 1]) + [0] + list(xv.stride()[ax + 1:])
+    shape[ax] *= repeats
+    result = _out(out, shape, x)
+    strided_copy(xv, sizes, strides, 0, result, (_contig_strides(sizes), 0))
+    return result
+
+
+def repeat_ref(x: torch.Tensor, repeats: int, axis: int | None) -> torch.Tensor:
+    """Reference: reads x, writes the output once."""
+    if axis is None:
+        return torch.repeat_interleave(x.reshape(-1), repeats)
+    return torch.repeat_interleave(x, repeats, dim=axis)
+
+
+# ---------------------------------------------------------------- reduce-sum
+
+@kernel
+def _sum_kernel(src, dst, meta, n, r, RANK_O: tl.constexpr, RANK_R: tl.constexpr,
+                BLOCK: tl.constexpr):
+    """dst[o] = sum over reduced coordinates of src (fp32 accumulation, one loop per o)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    rem = offs
+    base = offs * 0
+    for d in tl.static_range(RANK_O - 1, -1, -1):
+        size = tl.load(meta + d)
+        base += (rem % size) * tl.load(meta + RANK_O + d)
+        rem = rem // size
+    acc = (offs * 0).to(tl.float32)
+    for j in range(0, r):
+        rj = j
+        off = 0
+        for d in tl.static_range(RANK_R - 1, -1, -1):
+            size = tl.load(meta + 2 * RANK_O + d)
+            off += (rj % size) * tl.load(meta + 2 * RANK_O + RANK_R + d)
+            rj = rj // size
+        acc += tl.load(src + base + off, mask=mask, other=0.0).to(tl.float32)
+    tl.store(dst + offs, acc.to(dst.dtype.element_ty), mask=mask)
+
+
+def reduce_sum(x: torch.Tensor, axes: Sequence[int], out=None) -> torch.Tensor:
+    """Sum ``x`` (any strides) over ``axes``; the result drops those axes (contiguous)."""
+    axes = sorted(a % x.dim() for a in axes)
+    kept = [d for d in range(x.dim()) if d not in axes]
+    shape = [x.shape[d] for d in kept]
+    result = _out(out, shape, x)
+    n, r = result.numel(), 1
+    for a in axes:
+        r *= x.shape[a]
+    if n == 0:
+        return result
+    osz, (ost,) = _coalesce(shape, [x.stride(d) for d in kept])
+    rsz, (rst,) = _coalesce([x.shape[a] for a in axes] or [1],
+                            [x.stride(a) for a in axes] or [1])
+    meta = torch.tensor(osz + ost + rsz + rst, dtype=torch.int64, device=x.device)
+    block = _block(n, x.device)
+    _sum_kernel[(cdiv(n, block),)](x, result, meta, n, r, RANK_O=len(osz), RANK_R=len(rsz),
+                                   BLOCK=block)
+    return result
+
+
+def reduce_sum_ref(x: torch.Tensor, axes: Sequence[int]) -> torch.Tensor:
+    """Reference: reads x once, writes the result once."""
+    return x.sum(dim=tuple(axes)) if axes else x.clone()
+
+
+def tile_backward(g: torch.Tensor, shape: Sequence[int], reps: Sequence[int],
+                  out=None) -> torch.Tensor:
+    """Gradient of :func:`tile`: ``g`` summed over the repetitions, into ``shape``."""
+    dims, reps = tile_dims(tuple(shape), tuple(reps))
+    split = [v for pair in zip(reps, dims) for v in pair]
+    res = reduce_sum(g.reshape(split), range(0, len(split), 2),
+                     None if out is None else out.view(dims))
+    return res.view(tuple(shape))
+
+
+def repeat_backward(g: torch.Tensor, shape: Sequence[int], repeats: int, axis: int | None,
+                    out=None) -> torch.Tensor:
+    """Gradient of :func:`repeat`: each element's copies summed."""
+    shape = tuple(shape)
+    if axis is None:
+        res = reduce_sum(g.reshape(-1, repeats), (1,), None if out is None else out.view(-1))
+        return res.view(shape)
+    split = shape[:axis + 1] + (repeats,) + shape[axis + 1:]
+    return reduce_sum(g.reshape(split), (axis + 1,), out)
+
+
+# ---------------------------------------------------------------- concat / split
+
+@kernel
+def _parts_kernel(table, big, outer, width, max_w, TO_PARTS: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    """Move part ``program_id(0)`` (row: pointer, width, column) to or from the 2-D view
+    ``(outer, width)`` of ``big``; programs past a part's end exit."""
+    part = tl.program_id(0)
+    ptr = tl.load(table + 3 * part).to(tl.pointer_type(big.dtype.element_ty))
+    w = tl.load(table + 3 * part + 1)
+    col = tl.load(table + 3 * part + 2)
+    offs = tl.program_id(1).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < outer * w
+    row = offs // w
+    at = row * width + col + offs % w
+    if TO_PARTS:
+        tl.store(ptr + offs, tl.load(big + at, mask=mask), mask=mask)
+    else:
+        tl.store(big + at, tl.load(ptr + offs, mask=mask), mask=mask)
+
+
+def _parts(big: torch.Tensor, parts: Sequence[torch.Tensor], axis: int, to_parts: bool):
+    outer = 1
+    for s in big.shape[:axis]:
+        outer *= s
+    inner = 1
+    for s in big.shape[axis + 1:]:
+        inner *= s
+    rows, col = [], 0
+    for t in parts:
+        w = t.shape[axis] * inner if t.dim() == big.dim() else inner
+        if w and outer:  # empty parts take no program
+            rows += [t.data_ptr(), w, col]
+        col += w
+    if col != big.shape[axis] * inner:
+        raise ValueError(f"parts {[tuple(t.shape) for t in parts]} do not fill axis {axis} "
+                         f"of {tuple(big.shape)}")
+    if not rows:
+        return
+    max_w = max(rows[1::3])
+    table = torch.tensor(rows, dtype=torch.int64, device=big.device)
+    block = _block(outer * max_w, big.device)
+    _parts_kernel[(len(rows) // 3, cdiv(outer * max_w, block))](
+        table, big, outer, col, max_w, TO_PARTS=to_parts, BLOCK=block)
+
+
+def concat(tensors: Sequence[torch.Tensor], axis: int, out=None) -> torch.Tensor:
+    """``torch.cat(tensors, axis)`` in one launch (inputs of one dtype, made contiguous)."""
+    tensors = [t.contiguous() for t in tensors]
+    shape = list(tensors[0].shape)
+    shape[axis] = sum(t.shape[axis] for t in tensors)
+    result = _out(out, shape, tensors[0])
+    _parts(result, tensors, axis, to_parts=False)
+    return result
+
+
+def concat_ref(tensors: Sequence[torch.Tensor], axis: int) -> torch.Tensor:
+    """Reference: reads every input once, writes the output once."""
+    return torch.cat(list(tensors), dim=axis)
+
+
+def stack(tensors: Sequence[torch.Tensor], axis: int, out=None) -> torch.Tensor:
+    """``torch.stack`` in one launch: a concat of the inputs given a length-1 ``axis``."""
+    result = concat([t.unsqueeze(axis) for t in tensors], axis,
+                    None if out is None else out)
+    return result
+
+
+def split(x: torch.Tensor, sizes: Sequence[int], axis: int, out=None) -> tuple:
+    """``torch.split(x, sizes, axis)`` into contiguous parts, in one launch."""
+    x = x.contiguous()
+    shapes = [tuple(x.shape[:axis]) + (s,) + tuple(x.shape[axis + 1:]) for s in sizes]
+    outs = tuple(out) if out is not None else tuple(
+        torch.empty(s, dtype=x.dtype, device=x.device) for s in shapes)
+    for o, s in zip(outs, shapes):
+        if o.numel() != torch.Size(s).numel() or not o.is_contiguous():
+            raise ValueError(f"split output must be contiguous with {s}'s size")
+    _parts(x, [o.view(s) for o, s in zip(outs, shapes)], axis, to_parts=True)
+    return outs
+
+
+def split_ref(x: torch.Tensor, sizes: Sequence[int], axis: int) -> tuple:
+    """Reference: reads x once, writes every part once."""
+    return tuple(t.contiguous() for t in torch.split(x, list(sizes), dim=axis))
+
+
+# ---------------------------------------------------------------- table entries
+
+def _rand(dtype, device, shape, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(tuple(shape), generator=gen).to(device=device, dtype=dtype)
+
+
+def _make_permute(dtype, device, shape):
+    return (_rand(dtype, device, shape), tuple(range(len(shape)))[::-1]), {}
+
+
+def _make_slice(dtype, device, shape):
+    """Every axis: odd start, step 2 (last axis: reversed with step -3)."""
+    starts = [1] * (len(shape) - 1) + [shape[-1] - 1]
+    steps = [2] * (len(shape) - 1) + [-3]
+    sizes = [(n - 2) // 2 + 1 for n in shape[:-1]] + [(shape[-1] - 1) // 3 + 1]
+    return (_rand(dtype, device, shape), starts, steps, sizes), {}
+
+
+def _make_scatter(dtype, device, shape):
+    (x, starts, steps, sizes), _ = _make_slice(dtype, device, shape)
+    return (_rand(dtype, device, sizes), tuple(shape), starts, steps), {}
+
+
+def _make_flip(dtype, device, shape):
+    return (_rand(dtype, device, shape), (0, len(shape) - 1)), {}
+
+
+def _make_broadcast(dtype, device, shape):
+    small = tuple(1 if d % 2 == 0 else n for d, n in enumerate(shape))
+    return (_rand(dtype, device, small), tuple(shape)), {}
+
+
+def _make_tile(dtype, device, shape):
+    return (_rand(dtype, device, shape), (2,) + (1,) * (len(shape) - 1) + (3,)), {}
+
+
+def _make_repeat(dtype, device, shape):
+    return (_rand(dtype, device, shape), 3, len(shape) - 1), {}
+
+
+def _make_reduce(dtype, device, shape):
+    return (_rand(dtype, device, shape).transpose(0, -1), (0, 2) if len(shape) > 2 else (0,)), {}
+
+
+def _make_concat(dtype, device, shape):
+    parts = [_rand(dtype, device, shape[:1] + (w,) + shape[2:], seed=w) for w in (1, 3, shape[1])]
+    return (parts, 1), {}
+
+
+def _make_split(dtype, device, shape):
+    return (_rand(dtype, device, shape), (1, 0, shape[1] - 1), 1), {}
+
+
+def _copy_bytes(x, *args):
+    return 2 * tensor_bytes(x)
+
+
+_SHAPES = ((3, 37), (5, 129), (2, 3, 7, 6))
+_BENCH = ((4096, 4096), (64, 512, 512))
+_DT = (torch.float32, torch.float16, torch.bfloat16)
+_EXACT = {torch.float32: (0, 0), torch.float16: (0, 0), torch.bfloat16: (0, 0)}
+
+
+def _spec(name, fn, ref, make, **kw) -> KernelSpec:
+    kw.setdefault("bytes", _copy_bytes)
+    kw.setdefault("shapes", _SHAPES)
+    return KernelSpec(name=name, fn=fn, ref=ref, make=make, bench_shapes=_BENCH, dtypes=_DT,
+                      tol=kw.pop("tol", _EXACT), family="copy", **kw)
+
+
+KERNELS = [
+    _spec("permute", permute, permute_ref, _make_permute),
+    _spec("slice_nd", slice_nd, slice_nd_ref, _make_slice),
+    _spec("slice_scatter", scatter, scatter_ref, _make_scatter,
+          bytes=lambda g, shape, *a: tensor_bytes(g) + 2 * g.element_size() * math.prod(shape)),
+    _spec("flip", flip, flip_ref, _make_flip),
+    _spec("broadcast_to", broadcast_to, broadcast_to_ref, _make_broadcast,
+          bytes=lambda x, shape: tensor_bytes(x) + x.element_size() * math.prod(shape)),
+    _spec("tile", tile, tile_ref, _make_tile,
+          bytes=lambda x, reps: tensor_bytes(x) * (1 + math.prod(reps))),
+    _spec("repeat", repeat, repeat_ref, _make_repeat,
+          bytes=lambda x, r, axis: tensor_bytes(x) * (1 + r)),
+    _spec("reduce_sum", reduce_sum, reduce_sum_ref, _make_reduce,
+          tol={torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2),
+               torch.bfloat16: (2e-2, 2e-2)},
+          bytes=lambda x, axes: tensor_bytes(x)),
+    _spec("concat", concat, concat_ref, _make_concat,
+          bytes=lambda parts, axis: 2 * tensor_bytes(*parts)),
+    _spec("split", split, split_ref, _make_split),
+]

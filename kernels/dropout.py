@@ -1,0 +1,2 @@
+"""dropout kernels (in progress)."""
+KERNELS: list = []

@@ -1,0 +1,2 @@
+"""index kernels (in progress)."""
+KERNELS: list = []

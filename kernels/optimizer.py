@@ -1,0 +1,2 @@
+"""optimizer kernels (in progress)."""
+KERNELS: list = []

@@ -1,0 +1,2 @@
+"""pool kernels (in progress)."""
+KERNELS: list = []

@@ -1,0 +1,2 @@
+"""sequence kernels (in progress)."""
+KERNELS: list = []
