@@ -21,6 +21,7 @@ class Config:
     interpret: bool = False  # run Triton kernels under TRITON_INTERPRET on CPU tensors
     fusion: bool = True  # fuse elementwise chains in the bound plan
     memory_reuse: bool = True  # let the plan share buffers between values with disjoint lifetimes
+    cuda_graphs: bool = True  # capture bound plans on CUDA as CUDA graphs and replay them
     cache_dir: str = field(default_factory=lambda: os.path.expanduser("~/.cache/symgraph"))
     debug: bool = False  # check every kernel against its torch reference (slow)
 
@@ -38,6 +39,7 @@ def _from_env() -> Config:
         interpret=env.get("TRITON_INTERPRET", "0") == "1",
         fusion=env.get("SYMGRAPH_FUSION", "1") != "0",
         memory_reuse=env.get("SYMGRAPH_MEMORY_REUSE", "1") != "0",
+        cuda_graphs=env.get("SYMGRAPH_CUDA_GRAPHS", "1") != "0",
         cache_dir=env.get("SYMGRAPH_CACHE_DIR", Config().cache_dir),
         debug=env.get("SYMGRAPH_DEBUG", "0") == "1",
     )

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import torch
 
+from . import cuda_graph
 from . import random as _random
 from .base import BindError, DTypeError, MXNetError, ShapeError, dtype_name
 from .context import Context, current_context
@@ -101,6 +102,7 @@ class Executor:
         self._grad_out = self._grad_writers()
         self._rt = Runtime(False, _random.generator(ctx), ctx.torch_device)
         self._monitor: tuple[Callable, bool] | None = None
+        self._graphs: dict[tuple, Callable] = {}  # step-list runners, CUDA-graphed on GPU
         self._forwarded = False
 
     def _grad_writers(self) -> list:
@@ -138,10 +140,7 @@ class Executor:
         # forward (MXNet allows backward then); an inference-only one frees values early
         steps = self._plan.forward_train if is_train or self._plan.backward else \
             self._plan.forward_infer
-        if self._monitor is None:
-            _run(steps, self._values, self._rt)
-        else:
-            _run_monitored(steps, self._values, self._rt, *self._monitor)
+        self._run_steps(("forward", bool(is_train), steps is self._plan.forward_train), steps)
         for arr, slot in zip(self.outputs, self._plan.head_slots):
             arr._t = self._values[slot]
         self._forwarded = True
@@ -162,16 +161,39 @@ class Executor:
         if not self._forwarded:  # MXNet runs backward on whatever the arrays hold
             self.forward(is_train=True)
         self._feed_head_grads(out_grads)
-        if self._monitor is None:
-            _run(self._plan.backward, self._values, self._rt)
-        else:
-            _run_monitored(self._plan.backward, self._values, self._rt, *self._monitor)
+        self._run_steps(("backward", bool(is_train)), self._plan.backward, self._write_grads)
+
+    def _write_grads(self) -> None:
         v = self._values
         for slot, grad, add in self._grad_out:
             if add:
                 grad.add_(v[slot])
             else:
                 grad.copy_(v[slot])
+
+    def _run_steps(self, key: tuple, steps: list, after: Callable | None = None) -> None:
+        """Run a step list: eagerly, monitored, or as a replayed CUDA graph on GPU."""
+        if self._monitor is not None:
+            _run_monitored(steps, self._values, self._rt, *self._monitor)
+        else:
+            call = self._graphs.get(key)
+            if call is None:
+                call = self._graphs[key] = self._make_call(key, steps, after)
+            call()
+            return
+        if after is not None:
+            after()
+
+    def _make_call(self, key: tuple, steps: list, after: Callable | None) -> Callable:
+        v, rt = self._values, self._rt
+
+        def body() -> None:
+            _run(steps, v, rt)
+            if after is not None:
+                after()
+        if cuda_graph.wanted(self._ctx.torch_device, steps):
+            return cuda_graph.GraphedCall(body, f"{key[0]} of {self._output_names}")
+        return body
 
     def _feed_head_grads(self, out_grads) -> None:
         if isinstance(out_grads, NDArray):
@@ -194,7 +216,10 @@ class Executor:
             if tuple(g.shape) != tuple(head.shape):
                 raise ShapeError(f"backward: out_grad {i} has shape {tuple(g.shape)}, output "
                                  f"{self._output_names[i]} has shape {tuple(head.shape)}")
-            self._values[slot] = g.to(device=head.device, dtype=head.dtype)
+            buf = self._values[slot]
+            if buf is None:  # our own buffer: a captured graph reads it at a fixed address
+                buf = self._values[slot] = torch.empty_like(head)
+            buf.copy_(g)
 
     # ------------------------------------------------------------ parameters
     def copy_params_from(self, arg_params: Mapping, aux_params: Mapping | None = None,

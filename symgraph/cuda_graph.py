@@ -1,0 +1,73 @@
+"""CUDA-graph capture of a bound plan's step lists.
+
+On a CUDA context, the first calls of a step list run eagerly on a side stream (warm-up:
+kernels compile, autotune and allocate), then one call is captured into a
+``torch.cuda.CUDAGraph``; every later call replays it: one launch for the whole forward or
+backward instead of one per kernel. Shapes are fixed per plan, so a shape change means a
+new executor (``reshape``/``simple_bind``) and a new capture. A plan that draws random
+numbers on the host (Dropout) or synchronises with the host is not captured: it keeps
+running eagerly, with one warning.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import torch
+
+from . import config
+
+WARMUP_CALLS = 2
+
+
+def wanted(device: torch.device, steps: list) -> bool:
+    """Whether this step list should be captured on ``device``."""
+    if device.type != "cuda" or not config.get().cuda_graphs or not steps:
+        return False
+    return not any(step[-1].op is not None and step[-1].op.random for step in steps)
+
+
+class GraphedCall:
+    """Runs ``body()`` eagerly for the warm-up calls, then captures and replays it."""
+
+    def __init__(self, body: Callable[[], None], name: str):
+        self.body = body
+        self.name = name
+        self.calls = 0
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.failed = False
+
+    def __call__(self) -> None:
+        if self.graph is not None:
+            self.graph.replay()
+            return
+        if self.failed or self.calls < WARMUP_CALLS:
+            self._eager()
+            return
+        self._capture()
+
+    def _eager(self) -> None:
+        self.calls += 1
+        if self.failed:
+            self.body()
+            return
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            self.body()
+        torch.cuda.current_stream().wait_stream(side)
+
+    def _capture(self) -> None:
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                self.body()
+        except Exception as err:  # noqa: BLE001 - e.g. a host sync inside an op
+            warnings.warn(f"CUDA graph capture of {self.name} failed ({type(err).__name__}: "
+                          f"{err}); running it eagerly", RuntimeWarning, stacklevel=3)
+            self.failed = True
+            torch.cuda.synchronize()
+            self.body()
+            return
+        self.graph = graph
+        graph.replay()  # capture records without executing: run the captured work once
