@@ -143,6 +143,24 @@ def _backward(p, ins, aux, rt):
     return dx.to(x.dtype), dgamma, dbeta
 
 
+def triton_batch_norm(p, ins, aux, rt):
+    """Triton kernels for BatchNorm (``kernels.norm.batch_norm_fwd``)."""
+    from kernels.norm import batch_norm_fwd
+    x, gamma, beta = ins
+    return batch_norm_fwd(x, gamma, beta, aux[0], aux[1], axis=channel_axis(p, x.dim()),
+                          eps=p.eps, momentum=p.momentum, fix_gamma=p.fix_gamma,
+                          training=rt.is_train and not p.use_global_stats,
+                          reset_gamma=p.fix_gamma and gamma._base is None)
+
+
+def triton_batch_norm_backward(p, ins, aux, rt):
+    """Triton kernels for _backward_BatchNorm (``kernels.norm.batch_norm_bwd``)."""
+    from kernels.norm import batch_norm_bwd
+    dy, x, gamma, mean, invstd = ins
+    return batch_norm_bwd(dy, x, gamma, mean, invstd, axis=channel_axis(p, x.dim()),
+                          fix_gamma=p.fix_gamma, use_global_stats=p.use_global_stats)
+
+
 def _gradient(g, p, ins, outs, og):
     return g.multi("_backward_BatchNorm", og[0], ins[0], ins[1], outs[1], outs[2], **p)
 
@@ -153,7 +171,7 @@ register(OpDef(
     outputs=("data_grad", "gamma_grad", "beta_grad"),
     infer_shape=lambda p, s: (s, [s[1], s[2], s[2]]) if s[1] and s[2] else None,
     infer_type=lambda p, t: (t, [t[1], t[2], t[2]]) if t[1] and t[2] else None,
-    forward=_backward,
+    forward=_backward, kernel=triton_batch_norm_backward,
     doc="Gradients of BatchNorm for data, gamma and beta from the saved mean and inverse std."))
 
 _C = ((3,), (3,), (3,), (3,))
@@ -162,7 +180,7 @@ register(OpDef(
     aux=("moving_mean", "moving_var"), outputs=("output", "mean", "var"),
     num_visible=lambda p: 3 if p.output_mean_var else 1,
     infer_shape=_shape, infer_type=_type, forward=_forward, gradient=_gradient,
-    mutates_aux=True,
+    mutates_aux=True, kernel=triton_batch_norm,
     var_attrs={"moving_mean": {"__init__": '["zero", {}]'},
                "moving_var": {"__init__": '["one", {}]'}},
     cases=(Case(((4, 3, 2),) + _C, {"fix_gamma": False}),

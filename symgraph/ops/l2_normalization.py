@@ -60,6 +60,12 @@ def _forward(p, ins, aux, rt):
     return x / norm, norm
 
 
+def triton_l2_normalization(p, ins, aux, rt):
+    """Triton kernel for L2Normalization (``kernels.norm.l2_normalization``)."""
+    from kernels.norm import l2_normalization
+    return l2_normalization(ins[0], p.mode, p.eps)
+
+
 def _gradient(g, p, ins, outs, og):
     out, norm = outs[0], outs[1]
     axis, exclude = _SUM_AXES[p.mode]
@@ -72,6 +78,7 @@ def _gradient(g, p, ins, outs, og):
 register(OpDef(
     name="L2Normalization", params=_PARAMS, outputs=("output", "norm"),
     num_visible=lambda p: 1, infer_shape=_shape, forward=_forward, gradient=_gradient,
+    kernel=triton_l2_normalization,
     cases=(Case(((3, 5),)),
            Case(((2, 3, 4),), {"mode": "channel"}),
            Case(((2, 3, 2, 2),), {"mode": "spatial", "eps": 0.1}),

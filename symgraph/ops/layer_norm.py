@@ -87,6 +87,20 @@ def _backward(p, ins, aux, rt):
     return dx.to(dt), dgamma.to(dt), dbeta.to(dt)
 
 
+def triton_layer_norm(p, ins, aux, rt):
+    """Triton kernel for LayerNorm (``kernels.norm.layer_norm_fwd``)."""
+    from kernels.norm import layer_norm_fwd
+    x, gamma, beta = ins
+    return layer_norm_fwd(x, gamma, beta, axis=_axis(p, x.dim()), eps=p.eps)
+
+
+def triton_layer_norm_backward(p, ins, aux, rt):
+    """Triton kernels for _backward_LayerNorm (``kernels.norm.layer_norm_bwd``)."""
+    from kernels.norm import layer_norm_bwd
+    dy, x, gamma, mean, std = ins
+    return layer_norm_bwd(dy, x, gamma, mean, std, axis=_axis(p, x.dim()))
+
+
 def _gradient(g, p, ins, outs, og):
     return g.multi("_backward_LayerNorm", og[0], ins[0], ins[1], outs[1], outs[2], **p)
 
@@ -96,13 +110,13 @@ register(OpDef(
     inputs=("ograd", "data", "gamma", "mean", "std"),
     outputs=("data_grad", "gamma_grad", "beta_grad"),
     infer_shape=lambda p, s: (s, [s[1], s[2], s[2]]) if s[1] and s[2] else None,
-    forward=_backward,
+    forward=_backward, kernel=triton_layer_norm_backward,
     doc="Gradients of LayerNorm for data, gamma and beta from the saved mean and std."))
 
 register(OpDef(
     name="LayerNorm", params=_PARAMS, inputs=("data", "gamma", "beta"),
     outputs=("output", "mean", "std"), num_visible=lambda p: 3 if p.output_mean_var else 1,
-    infer_shape=_shape, forward=_forward, gradient=_gradient,
+    infer_shape=_shape, forward=_forward, gradient=_gradient, kernel=triton_layer_norm,
     cases=(Case(((3, 5), (5,), (5,))),
            Case(((2, 3, 4), (3,), (3,)), {"axis": 1, "eps": 0.01}),
            Case(((2, 3, 4), (2,), (2,)), {"axis": -3}),

@@ -23,6 +23,8 @@ OPS = {
     "softmax": ("_backward_softmax",), "log_softmax": ("_backward_log_softmax",),
     "SoftmaxActivation": ("_backward_softmax",),
     "SoftmaxOutput": ("_backward_SoftmaxOutput",),
+    "LayerNorm": ("_backward_LayerNorm",), "L2Normalization": (),
+    "BatchNorm": ("_backward_BatchNorm",),
 }
 CASES = [pytest.param(name, case, id=f"{name}-{i}")
          for name in OPS for i, case in enumerate(get_op(name).cases)]
