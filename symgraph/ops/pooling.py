@@ -238,6 +238,32 @@ def _backward_forward(p, ins, aux, rt):
     return (_vjp(p, x, dy, p.pool_type),)
 
 
+def _kernel_geometry(p, x: torch.Tensor):
+    """The Triton kernels' description of this node's pooling."""
+    from kernels.pool import PoolGeometry
+    last = _channel_last(p, x.dim())
+    spatial = tuple(x.shape[1:-1]) if last else tuple(x.shape[2:])
+    kernel, stride, pad, out = _geometry(p, spatial)
+    return PoolGeometry(kernel, stride, pad, out, p.pool_type, _include_pad(p),
+                        p.p_value or 1, last)
+
+
+def triton_pooling(p, ins, aux, rt):
+    """Pooling forward as one Triton kernel (one lane per output element)."""
+    from kernels.pool import pool_fwd
+    y = pool_fwd(ins[0], _kernel_geometry(p, ins[0]))
+    if not _workspace(p):
+        return (y,)
+    return y, torch.zeros(y.shape, dtype=torch.int32, device=y.device)
+
+
+def triton_backward_pooling(p, ins, aux, rt):
+    """Pooling data gradient: argmax (max) or y (Lp) by the forward kernel, then one
+    gather kernel over input elements."""
+    from kernels.pool import pool_bwd
+    return (pool_bwd(ins[0], ins[1], _kernel_geometry(p, ins[1])),)
+
+
 def _gradient(g, p, ins, outs, og):
     return [g.op("_backward_Pooling", og[0], ins[0], **p)]
 
@@ -263,13 +289,15 @@ _PARAMS = (
 register(OpDef(
     name="_backward_Pooling", params=_PARAMS, inputs=("ograd", "data"), hidden=True,
     infer_shape=lambda p, s: ([s[0], s[1]], [s[1]]) if s[1] else None,
-    forward=_backward_forward, doc="The data gradient of Pooling."))
+    forward=_backward_forward, kernel=triton_backward_pooling,
+    doc="The data gradient of Pooling."))
 
 _D = (2, 3, 7, 6)
 register(OpDef(
     name="Pooling", params=_PARAMS, inputs=("data",), check=_check_params, outputs=_outputs,
     num_visible=lambda p: 1,
     infer_shape=_shape, infer_type=_type, forward=_forward, gradient=_gradient,
+    kernel=triton_pooling,
     cases=(
         Case((_D,), {"kernel": (3, 3), "stride": (2, 2)}),
         Case((_D,), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1),
