@@ -143,6 +143,27 @@ def _forward(p, ins, aux, rt):
                  spatial(p, "dilate", 1), p.num_group),)
 
 
+def _geometry(p) -> dict:
+    """MXNet's stride/pad/dilate/num_group as keyword arguments of the kernels' wrappers."""
+    return {"stride": spatial(p, "stride", 1), "pad": spatial(p, "pad", 0),
+            "dilate": spatial(p, "dilate", 1), "groups": p.num_group}
+
+
+def triton_convolution(p, ins, aux, rt):
+    """Triton kernel: implicit-GEMM convolution with the bias fused into its epilogue."""
+    from kernels.gemm import conv_nd
+    return (conv_nd(ins[0], ins[1], None if p.no_bias else ins[2], **_geometry(p)),)
+
+
+def triton_backward_convolution(p, ins, aux, rt):
+    """Triton kernels: data gradient, weight gradient (implicit GEMMs) and bias gradient."""
+    from kernels.gemm import conv_bias_grad, conv_data_grad, conv_weight_grad
+    dy, x, w = ins
+    dx = conv_data_grad(dy, w, tuple(x.shape[2:]), **_geometry(p))
+    dw = conv_weight_grad(dy, x, tuple(w.shape[2:]), **_geometry(p))
+    return (dx, dw) if p.no_bias else (dx, dw, conv_bias_grad(dy))
+
+
 def _gradient(g, p, ins, outs, og):
     return g.multi("_backward_Convolution", og[0], ins[0], ins[1], **p)
 
@@ -187,13 +208,13 @@ PARAMS = (
 register(OpDef(
     name="_backward_Convolution", params=PARAMS, inputs=("ograd", "data", "weight"),
     outputs=_backward_outputs, hidden=True, infer_shape=_backward_shape,
-    forward=_backward_forward,
+    forward=_backward_forward, kernel=triton_backward_convolution,
     doc="Gradients of Convolution with respect to data, weight and (unless no_bias) bias."))
 
 register(OpDef(
     name="Convolution", params=PARAMS, inputs=_inputs, infer_shape=_shape,
     check=lambda p: check_params(p, "Convolution"),
-    forward=_forward, gradient=_gradient,
+    forward=_forward, gradient=_gradient, kernel=triton_convolution,
     cases=(
         Case(((2, 3, 7, 6), (4, 3, 3, 3), (4,)), {"kernel": (3, 3), "num_filter": 4}),
         Case(((2, 3, 7, 6), (4, 3, 3, 2), (4,)),

@@ -115,6 +115,32 @@ def _forward(p, ins, aux, rt):
                                    p.num_group, spatial(p, "dilate", 1)),)
 
 
+def _geometry(p, spatial_in: tuple) -> dict:
+    """Stride, effective pad (``pad_adj``), dilate and groups for the kernels' wrappers."""
+    pads, _ = pad_adj(p, spatial_in)
+    return {"stride": spatial(p, "stride", 1), "pad": pads, "dilate": spatial(p, "dilate", 1),
+            "groups": p.num_group}
+
+
+def triton_deconvolution(p, ins, aux, rt):
+    """Triton kernel: the convolution data-gradient kernel with data and output swapped."""
+    from kernels.gemm import conv_transpose_nd
+    x = ins[0]
+    _, adjs = pad_adj(p, tuple(x.shape[2:]))
+    return (conv_transpose_nd(x, ins[1], None if p.no_bias else ins[2], adj=adjs,
+                              **_geometry(p, tuple(x.shape[2:]))),)
+
+
+def triton_backward_deconvolution(p, ins, aux, rt):
+    """Triton kernels: dx = conv(dy, w), dw = conv weight gradient with x and dy swapped."""
+    from kernels.gemm import conv_bias_grad, conv_nd, conv_weight_grad
+    dy, x, w = ins
+    geom = _geometry(p, tuple(x.shape[2:]))
+    dx = conv_nd(dy, w, None, **geom)
+    dw = conv_weight_grad(x, dy, tuple(w.shape[2:]), **geom)
+    return (dx, dw) if p.no_bias else (dx, dw, conv_bias_grad(dy))
+
+
 def _gradient(g, p, ins, outs, og):
     return g.multi("_backward_Deconvolution", og[0], ins[0], ins[1], **p)
 
@@ -162,12 +188,12 @@ PARAMS = (
 register(OpDef(
     name="_backward_Deconvolution", params=PARAMS, inputs=("ograd", "data", "weight"),
     outputs=_backward_outputs, hidden=True, infer_shape=_backward_shape,
-    forward=_backward_forward,
+    forward=_backward_forward, kernel=triton_backward_deconvolution,
     doc="Gradients of Deconvolution with respect to data, weight and (unless no_bias) bias."))
 
 register(OpDef(
     name="Deconvolution", params=PARAMS, inputs=_inputs, infer_shape=_shape, check=_check,
-    forward=_forward, gradient=_gradient,
+    forward=_forward, gradient=_gradient, kernel=triton_deconvolution,
     cases=(
         Case(((2, 3, 4, 3), (3, 2, 3, 3)), {"kernel": (3, 3), "num_filter": 2}),
         Case(((2, 3, 3, 4), (3, 2, 3, 2), (2,)),

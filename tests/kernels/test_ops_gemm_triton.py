@@ -18,6 +18,9 @@ from symgraph.ops.base import get_op
 
 from ..op_harness import bind, draw_inputs
 
+# a kernel that fails would fall back to the reference with a RuntimeWarning: make it fail
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
 # op -> the hidden backward op whose kernel its gradient runs (None: built from other ops)
 OPS = {"FullyConnected": None, "dot": "_backward_dot", "batch_dot": None,
        "Convolution": "_backward_Convolution", "Deconvolution": "_backward_Deconvolution"}
