@@ -85,6 +85,7 @@ register(OpDef(
     params=(Param("a_min", "float", doc="Lower bound."), Param("a_max", "float",
                                                               doc="Upper bound.")),
     infer_shape=unary_shape, forward=_clip_forward, gradient=_clip_grad,
+    expr="tl.where({0} > {a_max}, {a_max}, tl.where({0} < {a_min}, {a_min}, {0}))",
     cases=(Case(((3, 5),), {"a_min": -0.5, "a_max": 0.3}),
            Case(((2, 3, 2),), {"a_min": -2.0, "a_max": 2.0}),
            Case(((4, 3),), {"a_min": 0.5, "a_max": -0.5})),

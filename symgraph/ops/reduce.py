@@ -145,6 +145,18 @@ def _keep(p):
     return q
 
 
+def _triton_bcast(scale_by_count: bool):
+    """The broadcast-back as a generated kernel (dy viewed with the reduced axes kept)."""
+    def triton_reduce_bcast(p, ins, aux, rt):
+        from kernels.elementwise import Program, run
+        dy, x = ins
+        keep = reduced_shape(_keep(p), tuple(x.shape))
+        scale = 1.0 / _count(p, tuple(x.shape)) if scale_by_count else 1.0
+        prog = Program(1, ((f"({{0}} * {scale!r})", ("x0",)),), ("t0",))
+        return run(prog, [dy.reshape(keep)], tuple(x.shape), dy.dtype)
+    return triton_reduce_bcast
+
+
 def _bcast_shape(p, shapes):
     if not shapes[1]:
         return None
@@ -160,14 +172,14 @@ def _count(p, shape) -> int:
 
 register(OpDef(
     name="_reduce_bcast", params=_PARAMS, inputs=("ograd", "data"), hidden=True,
-    infer_shape=_bcast_shape, forward=_bcast_forward,
+    infer_shape=_bcast_shape, forward=_bcast_forward, kernel=_triton_bcast(False),
     gradient=lambda g, p, ins, outs, og: [
         g.op("sum", og[0], axis=p.axis, keepdims=p.keepdims, exclude=p.exclude), None],
     cases=(Case(((4,), (3, 4, 5)), {"axis": (0, 2)}, no_grad_inputs=(1,)),),
     doc="Broadcast a reduction's output gradient back to the reduced input's shape."))
 register(OpDef(
     name="_mean_bcast", params=_PARAMS, inputs=("ograd", "data"), hidden=True,
-    infer_shape=_bcast_shape,
+    infer_shape=_bcast_shape, kernel=_triton_bcast(True),
     forward=lambda p, ins, aux, rt: (
         _bcast_forward(p, ins, aux, rt)[0] / _count(p, tuple(ins[1].shape)),),
     gradient=lambda g, p, ins, outs, og: [
