@@ -114,13 +114,35 @@ def _backward_take(p, ins, aux, rt):
     return (torch.zeros_like(a, dtype=g.dtype).index_add_(axis, idx, flat),)
 
 
+def _kernel_mode(p, a: torch.Tensor, indices: torch.Tensor, axis: int) -> str:
+    if p.mode == "raise":
+        _take_index(p, a, indices, axis)  # the bounds check (a host sync, as in the reference)
+    return "wrap" if p.mode == "wrap" else "clip"
+
+
+def triton_take(p, ins, aux, rt):
+    """take as one Triton gather."""
+    from kernels.index import take
+    a, indices = ins
+    axis = _take_axis(p, a.dim())
+    return (take(a, indices, axis, _kernel_mode(p, a, indices, axis)),)
+
+
+def triton_backward_take(p, ins, aux, rt):
+    """The take gradient: Triton zero fill, then an atomic scatter-add."""
+    from kernels.index import take_backward
+    g, a, indices = ins
+    axis = _take_axis(p, a.dim())
+    return (take_backward(g, indices, tuple(a.shape), axis, _kernel_mode(p, a, indices, axis)),)
+
+
 _TAKE_PARAMS = (Param("axis", "int", 0, doc="The axis to take from."),
                 Param("mode", "str", "clip", ("clip", "raise", "wrap"),
                       doc="Out-of-range indices: clip to the ends, wrap around, or raise."))
 
 register(OpDef(
     name="take", inputs=("a", "indices"), params=_TAKE_PARAMS, infer_shape=_take_shape,
-    infer_type=value_type((0,)), forward=_take_forward,
+    infer_type=value_type((0,)), forward=_take_forward, kernel=triton_take,
     gradient=lambda g, p, ins, outs, og: [
         g.op("_backward_take", og[0], ins[0], ins[1], axis=p.axis, mode=p.mode), None],
     cases=(Case(((5, 3), (2, 3)), ints={1: 5}), Case(((3, 4, 2), (5,)), {"axis": 1}, ints={1: 4}),
@@ -136,7 +158,7 @@ register(OpDef(
 register(OpDef(
     name="_backward_take", inputs=("ograd", "a", "indices"), params=_TAKE_PARAMS, hidden=True,
     infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None, infer_type=value_type((0, 1)),
-    forward=_backward_take,
+    forward=_backward_take, kernel=triton_backward_take,
     gradient=lambda g, p, ins, outs, og: [
         g.op("take", og[0], ins[2], axis=p.axis, mode=p.mode), None, None],
     cases=(Case(((3, 5, 2), (3, 4, 2), (5,)), {"axis": 1}, ints={2: 4}, no_grad_inputs=(1,)),),
@@ -188,6 +210,23 @@ def _backward_pick(p, ins, aux, rt):
     return (out.scatter_add_(axis, idx, g.reshape(idx.shape)),)
 
 
+def triton_pick(p, ins, aux, rt):
+    """pick as one Triton gather."""
+    from kernels.index import pick
+    data, index = ins
+    axis, drop, keep = _pick_dims(p, tuple(data.shape))
+    out = pick(data, index, axis, p.mode)
+    return (out.reshape(keep if p.keepdims else drop),)
+
+
+def triton_backward_pick(p, ins, aux, rt):
+    """The pick gradient as one Triton kernel writing every element once."""
+    from kernels.index import pick_backward
+    g, data, index = ins
+    axis = _pick_dims(p, tuple(data.shape))[0]
+    return (pick_backward(g, index, tuple(data.shape), axis, p.mode),)
+
+
 _PICK_PARAMS = (Param("axis", "int_or_none", -1, doc="The axis to pick along."),
                 Param("keepdims", "bool", False, doc="Keep the picked axis with length 1."),
                 Param("mode", "str", "clip", ("clip", "wrap"),
@@ -195,7 +234,7 @@ _PICK_PARAMS = (Param("axis", "int_or_none", -1, doc="The axis to pick along."),
 
 register(OpDef(
     name="pick", inputs=("data", "index"), params=_PICK_PARAMS, infer_shape=_pick_shape,
-    infer_type=value_type((0,)), forward=_pick_forward,
+    infer_type=value_type((0,)), forward=_pick_forward, kernel=triton_pick,
     gradient=lambda g, p, ins, outs, og: [g.op(
         "_backward_pick", og[0], ins[0], ins[1], axis=p.axis, keepdims=p.keepdims,
         mode=p.mode), None],
@@ -211,7 +250,7 @@ register(OpDef(
 register(OpDef(
     name="_backward_pick", inputs=("ograd", "data", "index"), params=_PICK_PARAMS,
     hidden=True, infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
-    infer_type=value_type((0, 1)), forward=_backward_pick,
+    infer_type=value_type((0, 1)), forward=_backward_pick, kernel=triton_backward_pick,
     gradient=lambda g, p, ins, outs, og: [g.op(
         "pick", og[0], ins[2], axis=p.axis, keepdims=p.keepdims, mode=p.mode), None, None],
     cases=(Case(((3, 2), (3, 4, 2), (3, 2)), {"axis": 1}, ints={2: 4}, no_grad_inputs=(1,)),),
@@ -239,6 +278,14 @@ def _one_hot_forward(p, ins, aux, rt):
     return (torch.where(hot, on.to(idx.device), off.to(idx.device)),)
 
 
+def triton_one_hot(p, ins, aux, rt):
+    """one_hot as one Triton kernel."""
+    from kernels.index import one_hot
+
+    from ..base import to_torch_dtype
+    return (one_hot(ins[0], p.depth, p.on_value, p.off_value, to_torch_dtype(p.dtype)),)
+
+
 register(OpDef(
     name="one_hot", inputs=("indices",),
     params=(Param("depth", "int", doc="Length of the one-hot axis."),
@@ -247,6 +294,7 @@ register(OpDef(
             Param("dtype", "dtype", "float32", _INDEX_DTYPES, doc="Output dtype.")),
     infer_shape=_one_hot_shape, infer_type=lambda p, t: (list(t), [p.dtype]),
     forward=_one_hot_forward, gradient=lambda g, p, ins, outs, og: [None],
+    kernel=triton_one_hot,
     cases=(Case(((2, 3),), {"depth": 4}, ints={0: 5}, grad=False),
            Case(((5,),), {"depth": 3, "on_value": 2.5, "off_value": -1.0, "dtype": "int32"},
                 ints={0: 3}, grad=False)),
@@ -281,6 +329,12 @@ def _where_forward(p, ins, aux, rt):
     return (torch.where(cond != 0, x, y),)
 
 
+def triton_where(p, ins, aux, rt):
+    """where as one Triton kernel (1-D conditions select rows)."""
+    from kernels.index import where
+    return (where(*ins),)
+
+
 def _where_grad(g, p, ins, outs, og):
     zeros = g.op("zeros_like", og[0])
     return [None, g.op("where", ins[0], og[0], zeros), g.op("where", ins[0], zeros, og[0])]
@@ -289,6 +343,7 @@ def _where_grad(g, p, ins, outs, og):
 register(OpDef(
     name="where", inputs=("condition", "x", "y"), infer_shape=_where_shape,
     infer_type=value_type((1, 2)), forward=_where_forward, gradient=_where_grad,
+    kernel=triton_where,
     cases=(Case(((3, 4), (3, 4), (3, 4)), ints={0: 2}), Case(((3,), (3, 2, 2), (3, 2, 2)),
                                                              ints={0: 2})),
     doc="""Elements of ``x`` where ``condition`` is non-zero, else of ``y``.
@@ -326,6 +381,18 @@ def _backward_embedding(p, ins, aux, rt):
     return (out.index_add_(0, rows, g.reshape(-1, p.output_dim)),)
 
 
+def triton_embedding(p, ins, aux, rt):
+    """Embedding as one Triton row gather."""
+    from kernels.index import take
+    return (take(ins[1], ins[0], 0, "clip"),)
+
+
+def triton_backward_embedding(p, ins, aux, rt):
+    """The Embedding weight gradient: Triton zero fill, then an atomic row scatter-add."""
+    from kernels.index import take_backward
+    return (take_backward(ins[0], ins[1], (p.input_dim, p.output_dim), 0, "clip"),)
+
+
 _EMBED_PARAMS = (Param("input_dim", "int", doc="Vocabulary size: rows of the weight."),
                  Param("output_dim", "int", doc="Embedding size: columns of the weight."),
                  Param("dtype", "dtype", "float32", _INDEX_DTYPES,
@@ -336,6 +403,7 @@ _EMBED_PARAMS = (Param("input_dim", "int", doc="Vocabulary size: rows of the wei
 register(OpDef(
     name="Embedding", inputs=("data", "weight"), params=_EMBED_PARAMS,
     infer_shape=_embedding_shape, infer_type=_embedding_type, forward=_embedding_forward,
+    kernel=triton_embedding,
     gradient=lambda g, p, ins, outs, og: [None, g.op(
         "_backward_Embedding", og[0], ins[0], input_dim=p.input_dim, output_dim=p.output_dim)],
     cases=(Case(((2, 3), (5, 4)), {"input_dim": 5, "output_dim": 4}, ints={0: 5}),
@@ -349,7 +417,7 @@ register(OpDef(
 register(OpDef(
     name="_backward_Embedding", inputs=("ograd", "data"), params=_EMBED_PARAMS, hidden=True,
     infer_shape=lambda p, s: (s, [(p.input_dim, p.output_dim)]),
-    infer_type=value_type((0,)), forward=_backward_embedding,
+    infer_type=value_type((0,)), forward=_backward_embedding, kernel=triton_backward_embedding,
     gradient=lambda g, p, ins, outs, og: [g.op(
         "Embedding", ins[1], og[0], input_dim=p.input_dim, output_dim=p.output_dim), None],
     cases=(Case(((2, 3, 4), (2, 3)), {"input_dim": 5, "output_dim": 4}, ints={1: 5}),),
