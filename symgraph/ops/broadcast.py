@@ -123,8 +123,29 @@ def _sum_like_forward(p, ins, aux, rt):
     return (out.reshape(shape),)
 
 
+def triton_sum_like(p, ins, aux, rt):
+    """_sum_like as one Triton reduce-sum over the broadcast axes."""
+    from kernels.copy import reduce_sum
+    dy, x = ins
+    shape = tuple(x.shape)
+    lead = dy.dim() - len(shape)
+    axes = list(range(lead)) + [lead + i for i, d in enumerate(shape) if d == 1 and
+                                dy.shape[lead + i] != 1]
+    return (reduce_sum(dy, axes).reshape(shape),)
+
+
+def triton_broadcast(p, ins, aux, rt):
+    """broadcast_to/axis/like as one Triton copy of a stride-0 view."""
+    from kernels.copy import broadcast_to
+    if len(ins) == 2:
+        return (broadcast_to(ins[0], tuple(ins[1].shape)),)
+    shape_rule = _to_shape if "shape" in p else _axis_shape
+    return (broadcast_to(ins[0], shape_rule(p, [tuple(ins[0].shape)])[1][0]),)
+
+
 register(OpDef(
     name="_sum_like", inputs=("data", "like"), hidden=True, forward=_sum_like_forward,
+    kernel=triton_sum_like,
     infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
     gradient=lambda g, p, ins, outs, og: [g.op("broadcast_like", og[0], ins[0]), None],
     cases=(Case(((3, 5, 4), (3, 1, 4)), no_grad_inputs=(1,)),
@@ -143,7 +164,7 @@ def _like_shape(p, shapes):
 register(OpDef(
     name="broadcast_like", inputs=("lhs", "rhs"), expr="{0}", forward=lambda p, ins, aux, rt: (
         ins[0].expand_as(ins[1]).contiguous(),),
-    infer_shape=_like_shape,
+    infer_shape=_like_shape, kernel=triton_broadcast,
     gradient=lambda g, p, ins, outs, og: [_sum_like(g, og[0], ins[0]), None],
     cases=(Case(((3, 1), (3, 4)), no_grad_inputs=(1,)),),
     doc="Broadcast ``lhs`` to the shape of ``rhs``."))
@@ -165,6 +186,7 @@ def _to_shape(p, shapes):
 
 register(OpDef(
     name="broadcast_to", params=(Param("shape", "shape", ()),), infer_shape=_to_shape,
+    kernel=triton_broadcast,
     expr="{0}",
     forward=lambda p, ins, aux, rt: (
         ins[0].expand(_to_shape(p, [tuple(ins[0].shape)])[1][0]).contiguous(),),
@@ -190,6 +212,7 @@ def _axis_shape(p, shapes):
 register(OpDef(
     name="broadcast_axis", aliases=("broadcast_axes",), expr="{0}",
     params=(Param("axis", "axis", ()), Param("size", "axis", ())), infer_shape=_axis_shape,
+    kernel=triton_broadcast,
     forward=lambda p, ins, aux, rt: (
         ins[0].expand(_axis_shape(p, [tuple(ins[0].shape)])[1][0]).contiguous(),),
     gradient=lambda g, p, ins, outs, og: [_sum_like(g, og[0], ins[0])],
