@@ -116,10 +116,23 @@ def _torch_reduced(p, x) -> tuple:
     return tuple(d for i, d in enumerate(x.shape) if i not in axes)
 
 
+def _triton_reduction(name, fn):
+    def run(p, ins, aux, rt):
+        from kernels.reduce import reduce
+        x = ins[0]
+        axes = reduce_axes(p, x.dim())
+        if not axes or not x.dtype.is_floating_point or x.numel() == 0:
+            return (_apply(fn, p, x),)  # a copy, or data the kernel does not take
+        return (reduce(x, axes, name, p.keepdims).reshape(reduced_shape(p, tuple(x.shape))),)
+    run.__name__ = f"triton_{name}"
+    run.__doc__ = f"Triton kernel for ``{name}`` (``kernels.reduce.reduce``)."
+    return run
+
+
 def _reduction(name, fn, grad, aliases=(), low=-1.0, high=1.0, into=None):
     cases = tuple(Case(c.shapes, c.attrs, low=low, high=high) for c in _CASES)
     register(OpDef(name=name, params=_PARAMS, infer_shape=_shape, gradient=grad,
-                   forward_into=into,
+                   forward_into=into, kernel=_triton_reduction(name, fn),
                    aliases=aliases, cases=cases,
                    forward=lambda p, ins, aux, rt: (_apply(fn, p, ins[0]),),
                    doc=f"``{name}`` over the given axes (MXNet 1.x reduce semantics)."))
@@ -218,10 +231,22 @@ def _arg(fn):
     return forward
 
 
+def _triton_arg(largest: bool):
+    def run(p, ins, aux, rt):
+        from kernels.reduce import arg_reduce
+        x = ins[0]
+        out = arg_reduce(x, p.axis, largest=largest, keepdims=p.keepdims)
+        return (out.reshape(_arg_shape(p, [tuple(x.shape)])[1][0]),)
+    run.__name__ = f"triton_arg{'max' if largest else 'min'}"
+    run.__doc__ = f"Triton kernel for arg{'max' if largest else 'min'} (``kernels.reduce``)."
+    return run
+
+
 for _name, _fn in (("argmax", lambda x, a, k=False: torch.argmax(x, dim=a, keepdim=k)),
                    ("argmin", lambda x, a, k=False: torch.argmin(x, dim=a, keepdim=k))):
     register(OpDef(
         name=_name, params=_ARG_PARAMS, infer_shape=_arg_shape, forward=_arg(_fn),
+        kernel=_triton_arg(_name == "argmax"),
         gradient=lambda g, p, ins, outs, og: [g.op("zeros_like", ins[0])],
         cases=(Case(((3, 4),), {"axis": 1}), Case(((3, 4),), {}),
                Case(((3, 4, 2),), {"axis": 0, "keepdims": True})),
