@@ -103,6 +103,16 @@ def _mask_forward(p, ins, aux, rt):
     return (_time_major(torch.where(keep, x, fill), p.axis).contiguous(),)
 
 
+def _seq_lengths(p, ins):
+    return ins[1] if p.use_sequence_length else None
+
+
+def triton_sequence_mask(p, ins, aux, rt):
+    """SequenceMask as one Triton kernel."""
+    from kernels.sequence import sequence_mask
+    return (sequence_mask(ins[0], _seq_lengths(p, ins), p.value, p.axis),)
+
+
 def _mask_grad(g, p, ins, outs, og):
     if not p.use_sequence_length:
         return [og[0]]
@@ -113,7 +123,7 @@ def _mask_grad(g, p, ins, outs, og):
 register(OpDef(
     name="SequenceMask", inputs=_inputs, params=_params(mask=True),
     infer_shape=_shape_rule("SequenceMask", lambda p, d: tuple(d)), infer_type=_seq_type,
-    forward=_mask_forward, gradient=_mask_grad,
+    forward=_mask_forward, gradient=_mask_grad, kernel=triton_sequence_mask,
     cases=(Case(((4, 3, 2), (3,)), {"use_sequence_length": True}, ints={1: 5}),
            Case(((3, 5), (3,)), {"use_sequence_length": True, "value": -1.5, "axis": 1},
                 ints={1: 6}),
@@ -144,6 +154,19 @@ def _backward_last(p, ins, aux, rt):
     return (_time_major(out, p.axis).contiguous(),)
 
 
+def triton_sequence_last(p, ins, aux, rt):
+    """SequenceLast as one Triton gather."""
+    from kernels.sequence import sequence_last
+    return (sequence_last(ins[0], _seq_lengths(p, ins), p.axis),)
+
+
+def triton_backward_sequence_last(p, ins, aux, rt):
+    """The SequenceLast gradient as one Triton kernel writing every element once."""
+    from kernels.sequence import sequence_last_backward
+    return (sequence_last_backward(ins[0], _seq_lengths(p, ins[1:]), tuple(ins[1].shape),
+                                   p.axis),)
+
+
 def _last_grad(g, p, ins, outs, og):
     grad = g.op("_backward_SequenceLast", og[0], *ins, use_sequence_length=p.use_sequence_length,
                 axis=p.axis)
@@ -157,7 +180,7 @@ def _drop_time(p, data: tuple) -> tuple:
 register(OpDef(
     name="SequenceLast", inputs=_inputs, params=_params(),
     infer_shape=_shape_rule("SequenceLast", _drop_time), infer_type=_seq_type,
-    forward=_last_forward, gradient=_last_grad,
+    forward=_last_forward, gradient=_last_grad, kernel=triton_sequence_last,
     cases=(Case(((4, 3, 2), (3,)), {"use_sequence_length": True}, ints={1: 5}),
            Case(((3, 5, 2), (3,)), {"use_sequence_length": True, "axis": 1}, ints={1: 6}),
            Case(((4, 3),), {}), Case(((2, 4, 3),), {"axis": 1})),
@@ -178,7 +201,7 @@ register(OpDef(
     name="_backward_SequenceLast", inputs=_inputs_back, params=_params(), hidden=True,
     infer_shape=_back_last_shape,
     infer_type=lambda p, t: (list(t), [t[0]]) if t[0] is not None else None,
-    forward=_backward_last,
+    forward=_backward_last, kernel=triton_backward_sequence_last,
     gradient=lambda g, p, ins, outs, og: [g.op(
         "SequenceLast", og[0], *ins[2:], use_sequence_length=p.use_sequence_length,
         axis=p.axis)] + [None] * (len(ins) - 1),
@@ -198,6 +221,12 @@ def _reverse_forward(p, ins, aux, rt):
     return (torch.gather(x, 0, _bcast(src, x.dim()).expand(x.shape)),)
 
 
+def triton_sequence_reverse(p, ins, aux, rt):
+    """SequenceReverse as one Triton gather."""
+    from kernels.sequence import sequence_reverse
+    return (sequence_reverse(ins[0], _seq_lengths(p, ins)),)
+
+
 def _reverse_grad(g, p, ins, outs, og):
     if not p.use_sequence_length:
         return [g.op("SequenceReverse", og[0])]
@@ -209,6 +238,7 @@ register(OpDef(
     name="SequenceReverse", inputs=_inputs, params=_params(),
     infer_shape=_shape_rule("SequenceReverse", lambda p, d: tuple(d), axes=(0,)),
     infer_type=_seq_type, forward=_reverse_forward, gradient=_reverse_grad,
+    kernel=triton_sequence_reverse,
     cases=(Case(((4, 3, 2), (3,)), {"use_sequence_length": True}, ints={1: 5}),
            Case(((5, 2),), {}), Case(((3, 4, 2), (4,)), {"use_sequence_length": True},
                                      ints={1: 4})),
