@@ -60,9 +60,29 @@ def _forward(p, ins, aux, rt):
     return x * mask, mask
 
 
+def triton_dropout(p, ins, aux, rt):
+    """Dropout from Triton's Philox stream, seeded by a 64-bit draw from the executor's
+    generator (so ``mx.random.seed`` reproduces it); the identity outside training."""
+    from kernels.copy import broadcast_to
+    from kernels.dropout import apply_mask, dropout, dropout_mask
+    x = ins[0]
+    if not (rt.is_train or p.mode == "always") or p.p == 0:
+        return x.clone(), torch.ones_like(x)
+    gen = rt.generator
+    seed = int(torch.randint(0, 1 << 62, (1,), generator=gen,
+                             device=gen.device if gen is not None else "cpu"))
+    if not p.axes:
+        return dropout(x, p.p, seed)
+    draw_shape = list(x.shape)
+    for a in p.axes:
+        draw_shape[a] = 1
+    mask = broadcast_to(dropout_mask(draw_shape, p.p, seed, x.dtype, x.device), x.shape)
+    return apply_mask(x, mask), mask
+
+
 register(OpDef(
     name="Dropout", params=_PARAMS, outputs=("output", "mask"), num_visible=lambda p: 1,
-    infer_shape=_shape, forward=_forward, random=True,
+    infer_shape=_shape, forward=_forward, random=True, kernel=triton_dropout,
     gradient=lambda g, p, ins, outs, og: [g.op("elemwise_mul", og[0], outs[1])],
     cases=(Case(((4, 5),)),
            Case(((2, 3, 4),), {"p": 0.3, "axes": (1,)}),

@@ -64,3 +64,31 @@ def test_triton_backend_matches_torch(name, index):
     for n in want_grads:
         np.testing.assert_allclose(got_grads[n], want_grads[n], rtol=1e-5, atol=1e-6,
                                    err_msg=f"{name} d/d{n}")
+
+
+@pytest.mark.parametrize("index", range(len(get_op("Dropout").cases)))
+def test_triton_dropout_reproduces_and_masks(index):
+    """Same generator seed -> same output; mask values 0 or 1/(1-p); kept fraction near
+    1-p; the gradient is dy * mask. (Philox streams differ from torch's RNG, so no equality
+    with the torch backend.)"""
+    op = get_op("Dropout")
+    case = op.cases[index]
+    values = [np.ones(case.shapes[0], np.float32)]
+    with config.override(backend="triton"):
+        _, exe = bind(op, case, values, grad=case.grad)
+    first = run_forward(exe, case.train, seed=5)[0]
+    assert np.array_equal(first, run_forward(exe, case.train, seed=5)[0])
+    assert "triton:triton_dropout" in exe.debug_str()
+    p = float(case.attrs.get("p", 0.5))
+    active = case.train or case.attrs.get("mode") == "always"
+    if not active:
+        assert np.array_equal(first, values[0])
+        return
+    assert set(np.unique(first).tolist()) <= {0.0, np.float32(1 / (1 - p))}
+    assert not np.array_equal(first, run_forward(exe, case.train, seed=6)[0])
+    kept = (first != 0).mean()
+    assert abs(kept - (1 - p)) < 5 * np.sqrt(p * (1 - p) / first.size) + 0.05
+    if case.grad:
+        run_forward(exe, case.train, seed=5)
+        exe.backward([NDArray(torch.ones(first.shape))])
+        np.testing.assert_array_equal(exe.grad_dict["in0"].asnumpy(), first)
