@@ -222,9 +222,9 @@ def _conv_fwd_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K, D, H, W, OD, OH, OW
     acc = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float64 if FP64 else tl.float32)
     for k0 in range(0, K, BLOCK_K):
         rk = k0 + tl.arange(0, BLOCK_K)
-        kw, t = rk % KW, rk // KW
-        kh, t = t % KH, t // KH
-        kd, c = t % KD, t // KD
+        kw, u = rk % KW, rk // KW  # not `t`: a loop-carried name must keep its shape
+        kh, u = u % KH, u // KH
+        kd, c = u % KD, u // KD
         i_d = od[:, None] * std - pd + kd[None, :] * dld
         i_h = oh[:, None] * sth - ph + kh[None, :] * dlh
         i_w = ow[:, None] * stw - pw + kw[None, :] * dlw
@@ -269,9 +269,9 @@ def _conv_dgrad_kernel(dy_ptr, w_ptr, bias_ptr, dx_ptr, M, N, K, D, H, W, OD, OH
     acc = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float64 if FP64 else tl.float32)
     for k0 in range(0, K, BLOCK_K):
         rk = k0 + tl.arange(0, BLOCK_K)
-        kw, t = rk % KW, rk // KW
-        kh, t = t % KH, t // KH
-        kd, f = t % KD, t // KD
+        kw, u = rk % KW, rk // KW  # not `t`: a loop-carried name must keep its shape
+        kh, u = u % KH, u // KH
+        kd, f = u % KD, u // KD
         # o * stride = i + pad - kk * dilate; clamp before // and % (C vs numpy semantics)
         nd = i_d[:, None] + pd - kd[None, :] * dld
         nh = ih[:, None] + ph - kh[None, :] * dlh
@@ -318,9 +318,9 @@ def _conv_wgrad_kernel(dy_ptr, x_ptr, dw_ptr, M, N, K, D, H, W, OD, OH, OW,
     acc = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float64 if FP64 else tl.float32)
     for k0 in range(0, K, BLOCK_K):
         rk = k0 + tl.arange(0, BLOCK_K)
-        ow, t = rk % OW, rk // OW
-        oh, t = t % OH, t // OH
-        od, nb = t % OD, t // OD
+        ow, u = rk % OW, rk // OW  # not `t`: a loop-carried name must keep its shape
+        oh, u = u % OH, u // OH
+        od, nb = u % OD, u // OD
         a = tl.load(dy_ptr + nb[None, :] * syn + (g * M + rm[:, None]) * syc
                     + (rk % osp)[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K),
                     other=0.0)
