@@ -239,3 +239,57 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes) -> Unit:
             return fused_unit(layout, [nid], shapes, dtypes, {}, set())
     return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, node.params, label, node,
                 op.inplace)
+
+
+def epilogue_pairs(layout, order: list[int], users, keep: set[int]) -> dict[int, int]:
+    """``{activation node: producer node}`` where an activation folds into the epilogue of the
+    op computing its input (the producer's value is read by nothing else and kept nowhere)."""
+    graph = layout.graph
+    in_order = set(order)
+    pairs: dict[int, int] = {}
+    for nid in order:
+        node = graph.nodes[nid]
+        act = node.op.activation_name(node.params)
+        if act is None:
+            continue
+        src = layout.ins[nid][0]
+        prod = layout.producer.get(src)
+        if prod is None or prod not in in_order or users.get(src) != [nid] or src in keep:
+            continue
+        pnode = graph.nodes[prod]
+        if pnode.op.epilogue is None or pnode.num_outputs != 1:
+            continue
+        if pnode.op.epilogue(pnode.params, act) is not None:
+            pairs[nid] = prod
+    return pairs
+
+
+def epilogue_unit(layout, act_nid: int, prod: int) -> Unit:
+    """The producer and its activation as one launch writing the activation's output."""
+    graph = layout.graph
+    pnode, anode = graph.nodes[prod], graph.nodes[act_nid]
+    act = anode.op.activation_name(anode.params)
+    kernel_fn = pnode.op.epilogue(pnode.params, act)
+
+    def reference(p, ins, aux, rt):
+        mid = pnode.op.forward(pnode.params, ins, aux, rt)
+        return anode.op.forward(anode.params, [mid[0]], [], rt)
+    n_reg = pnode.num_regular_inputs()
+    ins = layout.ins[prod]
+    return Unit([prod, act_nid], ins[:n_reg], ins[n_reg:], [graph.row_ptr[act_nid]],
+                guarded(kernel_fn, reference, f"{pnode.name}+{anode.name}"), pnode.params,
+                f"triton:{kernel_fn.__name__}", _Pair(f"{pnode.name}+{anode.name}", pnode,
+                                                     anode))
+
+
+@dataclass
+class _Pair:
+    """Stands in for a producer + activation launch in debug_str and monitors."""
+
+    name: str
+    producer: Node
+    act: Node
+    op: None = None
+
+    def output_name(self, k: int) -> str:
+        return self.act.output_name(k)

@@ -19,7 +19,15 @@ from .autodiff import Gradients, build_gradients
 from .base import NAME_TO_TORCH, ShapeError
 from .graph import IndexedGraph
 from .infer import infer_shapes, infer_types
-from .lowering import Unit, fused_unit, group, single_unit, uses_triton
+from .lowering import (
+    Unit,
+    epilogue_pairs,
+    epilogue_unit,
+    fused_unit,
+    group,
+    single_unit,
+    uses_triton,
+)
 from .ops.base import known
 
 # (fn, params, input slots, aux slots, output slots, slots to free, node)
@@ -138,9 +146,16 @@ def _units(layout: _Layout, order: list[int], ctx: dict) -> list[Unit]:
     device, shapes, dtypes = ctx["device"], ctx["shapes"], ctx["dtypes"]
     if not (uses_triton(device) and config.get().fusion):
         return [single_unit(layout, nid, device, shapes, dtypes) for nid in order]
-    groups = group(layout, order, shapes, dtypes, ctx["users"], ctx["position"])
-    return [single_unit(layout, g[0], device, shapes, dtypes) if len(g) == 1 else
-            fused_unit(layout, g, shapes, dtypes, ctx["users"], ctx["keep"]) for g in groups]
+    pairs = epilogue_pairs(layout, order, ctx["users"], ctx["keep"])
+    paired = set(pairs) | set(pairs.values())
+    rest = [nid for nid in order if nid not in paired]
+    groups = group(layout, rest, shapes, dtypes, ctx["users"], ctx["position"])
+    placed = [(ctx["position"][g[-1]],
+               single_unit(layout, g[0], device, shapes, dtypes) if len(g) == 1 else
+               fused_unit(layout, g, shapes, dtypes, ctx["users"], ctx["keep"]))
+              for g in groups]
+    placed += [(ctx["position"][a], epilogue_unit(layout, a, p)) for a, p in pairs.items()]
+    return [unit for _, unit in sorted(placed, key=lambda pu: pu[0])]
 
 
 def _last_uses(units: list[Unit]) -> dict[int, int]:

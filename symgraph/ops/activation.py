@@ -34,6 +34,7 @@ register(OpDef(
     params=(Param("act_type", "str", choices=tuple(_FORWARD),
                   doc="Activation function to apply."),),
     infer_shape=unary_shape, gradient=_gradient, inplace=((0, 0),), expr=_expr,
+    activation=lambda p: p.act_type,
     forward=lambda p, ins, aux, rt: (_FORWARD[p.act_type](ins[0]),),
     cases=tuple(Case(((3, 5),), {"act_type": a}) for a in _FORWARD),
     doc="Elementwise activation: ``act_type`` is relu, sigmoid, tanh, softrelu or softsign."))

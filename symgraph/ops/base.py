@@ -131,6 +131,11 @@ class OpDef:
     # ...) and params ({scalar}), e.g. "tl.maximum({0}, 0.0)"; or p -> template. The plan
     # lowers such ops (alone or fused into chains) to generated kernels.
     expr: Any = None
+    # the activation this op applies, if it is one (relu/sigmoid/tanh): str or p -> str|None
+    activation: Any = None
+    # (p, act) -> a kernel computing this op with the activation fused into its epilogue,
+    # or None where it cannot (GEMM-based ops: bias + activation in one launch)
+    epilogue: Callable | None = None
     # output 0 is input 0 unchanged or reshaped: with equal shapes the plan aliases it (no launch)
     view: bool = False
     # (output, input) pairs whose storage the output may take over when the input dies there
@@ -149,6 +154,10 @@ class OpDef:
 
     def output_names(self, p: Params) -> list[str]:
         return _names(self.outputs)(p)
+
+    def activation_name(self, p: Params) -> str | None:
+        """Which activation the op is (None: not a pure activation)."""
+        return self.activation(p) if callable(self.activation) else self.activation
 
     def triton_expr(self, p: Params) -> str | None:
         """The Triton template for these params (None: not an elementwise op)."""

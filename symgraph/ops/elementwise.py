@@ -105,7 +105,7 @@ def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: fl
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (ref(ins[0]),), infer_shape=unary_shape,
         gradient=gradient, aliases=aliases, cases=cases, hidden=hidden, view=view,
-        expr=TRITON.get(name),
+        expr=TRITON.get(name), activation=name if name in ("relu", "sigmoid", "tanh") else None,
         inplace=() if view else ((0, 0),),
         doc=doc or f"Elementwise ``{name}``. Triton expression: ``{expr}``."))
 

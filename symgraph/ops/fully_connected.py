@@ -34,14 +34,25 @@ def _forward(p, ins, aux, rt):
     return (torch.nn.functional.linear(x, w, b),)
 
 
-def triton_fully_connected(p, ins, aux, rt):
-    """Triton kernel: one matmul with the bias fused into its epilogue."""
+def triton_fully_connected(p, ins, aux, rt, act=None):
+    """Triton kernel: one matmul with the bias (and an activation) fused into its epilogue."""
     from kernels.gemm import linear
     x, w = ins[0], ins[1]
     lead = (x.shape[0],) if p.flatten else tuple(x.shape[:-1])
     x2 = x.reshape(x.shape[0], -1) if p.flatten else x.reshape(-1, x.shape[-1])
-    y = linear(x2, w, None if p.no_bias else ins[2])
+    y = linear(x2, w, None if p.no_bias else ins[2], act=act)
     return (y.reshape(lead + (p.num_hidden,)),)
+
+
+def _epilogue(p, act: str):
+    """FullyConnected + relu/sigmoid/tanh as one launch."""
+    if act not in ("relu", "sigmoid", "tanh"):
+        return None
+
+    def triton_fully_connected_act(p, ins, aux, rt):
+        return triton_fully_connected(p, ins, aux, rt, act=act)
+    triton_fully_connected_act.__name__ = f"triton_fully_connected_{act}"
+    return triton_fully_connected_act
 
 
 def _gradient(g, p, ins, outs, og):
@@ -66,6 +77,7 @@ register(OpDef(
             Param("no_bias", "bool", False, doc="Whether to disable the bias."),
             Param("flatten", "bool", True, doc="Flatten all but the first axis of data.")),
     inputs=_inputs, infer_shape=_shape, forward=_forward, gradient=_gradient,
+    epilogue=_epilogue,
     kernel=triton_fully_connected,
     cases=(Case(((4, 5), (3, 5), (3,)), {"num_hidden": 3}),
            Case(((2, 3, 4), (6, 12)), {"num_hidden": 6, "no_bias": True}),

@@ -112,3 +112,27 @@ def test_generated_sources_persist_in_the_cache_dir(tmp_path):
         exe.forward()
     files = list((tmp_path / "fused").glob("fused_*.py"))
     assert len(files) == 1 and "tl.sqrt" in files[0].read_text()
+
+
+def test_activation_folds_into_the_gemm_epilogue(triton_backend):
+    data = mx.sym.Variable("data")
+    net = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=6, name="fc"),
+                            act_type="relu", name="act")
+    net = mx.sym.LinearRegressionOutput(net, name="lro")
+    exe = net.simple_bind(mx.cpu(), data=(5, 7))
+    with config.override(backend="torch"):
+        ref = net.simple_bind(mx.cpu(), data=(5, 7))
+    rng = np.random.RandomState(0)
+    for name in exe.arg_dict:
+        value = rng.uniform(-1, 1, exe.arg_dict[name].shape)
+        exe.arg_dict[name][:] = value
+        ref.arg_dict[name][:] = value
+    labels = [s[-1].name for s in exe._plan.forward_train]
+    assert labels[0] == "fc+act" and "triton_fully_connected_relu" in exe.debug_str()
+    for e in (exe, ref):
+        e.forward(is_train=True)
+        e.backward()
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), ref.outputs[0].asnumpy(), rtol=1e-5)
+    for name, grad in exe.grad_dict.items():
+        np.testing.assert_allclose(grad.asnumpy(), ref.grad_dict[name].asnumpy(), rtol=1e-4,
+                                   atol=1e-6, err_msg=name)
