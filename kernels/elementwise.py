@@ -54,6 +54,13 @@ class Program:
     body: tuple[tuple[str, tuple[str, ...]], ...]
     outputs: tuple[str, ...]
 
+    def reads(self, k: int) -> bool:
+        """Whether any expression (or output) reads input ``x<k>``."""
+        name = f"x{k}"
+        return name in self.outputs or any(
+            ops[i] == name and f"{{{i}}}" in tpl for tpl, ops in self.body
+            for i in range(len(ops)))
+
     def expression(self) -> str:
         """The program as readable text (what ``debug_str`` shows)."""
         lines = [f"t{i} = {tpl.format(*ops)}" for i, (tpl, ops) in enumerate(self.body)]
@@ -78,10 +85,8 @@ def _source(prog: Program, name: str, rank: int, contiguous: tuple[bool, ...],
              "@kernel", f"def {name}({params}):",
              "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
              "    mask = offs < n"]
-    read = {ops[i] for tpl, ops in prog.body for i in range(len(ops))
-            if f"{{{i}}}" in tpl} | set(prog.outputs)
     for k in range(prog.n_inputs):
-        if f"x{k}" not in read:  # an input no expression reads is never loaded
+        if not prog.reads(k):  # an input no expression reads is never loaded
             continue
         if contiguous[k]:
             lines.append(f"    i{k} = offs")
@@ -141,8 +146,8 @@ def run(prog: Program, inputs: Sequence[torch.Tensor], shape: tuple, dtype: torc
         n *= d
     if n == 0:
         return outs
-    expanded = [t.expand(shape) for t in inputs]
-    contiguous = tuple(t.is_contiguous() for t in expanded)
+    expanded = [t.expand(shape) if prog.reads(k) else t for k, t in enumerate(inputs)]
+    contiguous = tuple(t.is_contiguous() or not prog.reads(k) for k, t in enumerate(expanded))
     rank = len(shape)
     name, source = source_for(prog, rank, contiguous, _acc(inputs))
     fn = _load(name, source)

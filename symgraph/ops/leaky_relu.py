@@ -103,6 +103,32 @@ def _forward(p, ins, aux, rt):
     return torch.where(x > 0, x, x * mask), mask
 
 
+def _expr(p) -> str | None:
+    """Triton template for the elementwise act_types (prelu and rrelu use their references)."""
+    lam, alpha = repr(_SELU_LAMBDA), repr(_SELU_ALPHA)
+    em1 = "tl.where(tl.abs({0}) < 1e-5, {0} + 0.5 * {0} * {0}, tl.exp({0}) - 1.0)"
+    return {
+        "leaky": f"tl.where({{0}} > 0.0, {{0}}, {{0}} * {p.slope!r})",
+        "elu": f"tl.where({{0}} > 0.0, {{0}}, ({em1}) * {p.slope!r})",
+        "selu": f"({lam} * tl.where({{0}} > 0.0, {{0}}, ({em1}) * {alpha}))",
+        "gelu": "(0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476)))",
+    }.get(p.act_type)
+
+
+def _backward_expr(p) -> str | None:
+    """Triton template of dx = dy * slope for the elementwise act_types."""
+    lam, alpha = repr(_SELU_LAMBDA), repr(_SELU_ALPHA)
+    em1 = "tl.where(tl.abs({1}) < 1e-5, {1} + 0.5 * {1} * {1}, tl.exp({1}) - 1.0)"
+    slope = {
+        "leaky": f"tl.where({{1}} > 0.0, 1.0, {p.slope!r})",
+        "elu": f"tl.where({{1}} > 0.0, 1.0, tl.exp({{1}}) * {p.slope!r})",
+        "selu": f"({lam} * tl.where({{1}} > 0.0, 1.0, {lam} * ({em1}) * {alpha} + {alpha}))",
+        "gelu": "(0.5 * (1.0 + tl.erf({1} * 0.7071067811865476)) + {1} * "
+                "tl.exp(-0.5 * {1} * {1}) * 0.3989422804014327)",
+    }.get(p.act_type)
+    return None if slope is None else f"({{0}} * {slope})"
+
+
 def _slope_grad(p, x: torch.Tensor, extra) -> torch.Tensor:
     """d out / d x for every act_type (``extra`` is gamma for prelu, the mask for rrelu)."""
     act = p.act_type
@@ -160,12 +186,12 @@ def _gradient(g, p, ins, outs, og):
 register(OpDef(
     name="_backward_LeakyReLU", params=_PARAMS, hidden=True, inputs=_backward_inputs,
     outputs=lambda p: ["data_grad", "gamma_grad"] if p.act_type == "prelu" else ["data_grad"],
-    infer_shape=_backward_shape, forward=_backward,
+    infer_shape=_backward_shape, forward=_backward, expr=_backward_expr,
     doc="Gradients of LeakyReLU for data (and gamma for prelu)."))
 
 register(OpDef(
     name="LeakyReLU", params=_PARAMS, inputs=_inputs, outputs=_outputs,
-    infer_shape=_shape, forward=_forward, gradient=_gradient,
+    infer_shape=_shape, forward=_forward, gradient=_gradient, expr=_expr,
     random=True,  # rrelu draws its slopes
     var_attrs={"gamma": {"__init__": '["Constant", {"value": 0.25}]'}},  # MXNet's, any slope
     cases=(Case(((3, 5),)),

@@ -578,7 +578,7 @@ def _squeeze_shape(p, shapes):
 register(OpDef(
     name="squeeze", params=(Param("axis", "axis", None, doc="Axes of length 1 to remove (None: "
                                                            "every one)."),),
-    infer_shape=_squeeze_shape,
+    infer_shape=_squeeze_shape, view=True,
     forward=lambda p, ins, aux, rt: (
         ins[0].reshape(_squeeze_shape(p, [tuple(ins[0].shape)])[1][0]),),
     gradient=lambda g, p, ins, outs, og: [g.op("reshape_like", og[0], ins[0])],

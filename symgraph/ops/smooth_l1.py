@@ -41,13 +41,28 @@ def _backward(p, ins, aux, rt):
     return (dy * slope,)
 
 
+def _expr(p) -> str:
+    s2 = p.scalar * p.scalar
+    inv = 1.0 / s2
+    return (f"tl.where({{0}} > {inv!r}, {{0}} - {0.5 * inv!r}, tl.where({{0}} < {-inv!r}, "
+            f"-{{0}} - {0.5 * inv!r}, 0.5 * {{0}} * {{0}} * {s2!r}))")
+
+
+def _backward_expr(p) -> str:
+    s2 = p.scalar * p.scalar
+    inv = 1.0 / s2
+    return (f"({{0}} * tl.where({{1}} > {inv!r}, 1.0, tl.where({{1}} < {-inv!r}, -1.0, "
+            f"{{1}} * {s2!r})))")
+
+
 register(OpDef(
     name="_backward_smooth_l1", params=_PARAMS, inputs=("ograd", "data"), hidden=True,
     infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None, forward=_backward,
+    expr=_backward_expr,
     doc="The data gradient of smooth_l1."))
 
 register(OpDef(
-    name="smooth_l1", params=_PARAMS, infer_shape=unary_shape, forward=_forward,
+    name="smooth_l1", params=_PARAMS, infer_shape=unary_shape, forward=_forward, expr=_expr,
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_smooth_l1", og[0], ins[0], **p)],
     cases=(Case(((3, 5),), low=-2.0, high=2.0),
            Case(((2, 3, 4),), {"scalar": 2.0}),
