@@ -130,11 +130,15 @@ def _acc(inputs: Sequence[torch.Tensor]) -> str:
 
 
 def run(prog: Program, inputs: Sequence[torch.Tensor], shape: tuple, dtype: torch.dtype,
-        out: Sequence[torch.Tensor] | None = None) -> tuple[torch.Tensor, ...]:
-    """Check, allocate, launch: evaluate ``prog`` elementwise over ``inputs`` (broadcast)."""
+        out: Sequence[torch.Tensor] | None = None,
+        device: torch.device | None = None) -> tuple[torch.Tensor, ...]:
+    """Check, allocate, launch: evaluate ``prog`` elementwise over ``inputs`` (broadcast).
+
+    Expressions may also read ``offs``, the flat output index (``arange``-like programs).
+    """
     if len(inputs) != prog.n_inputs:
         raise ValueError(f"program takes {prog.n_inputs} inputs, got {len(inputs)}")
-    device = inputs[0].device if inputs else torch.device("cpu")
+    device = inputs[0].device if inputs else (device or torch.device("cpu"))
     outs = tuple(out) if out is not None else tuple(
         torch.empty(shape, dtype=dtype, device=device) for _ in prog.outputs)
     for o in outs:

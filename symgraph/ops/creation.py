@@ -28,11 +28,28 @@ def _filled(value_of):
     return forward
 
 
+def _triton_fill(value_of):
+    def triton_fill(p, ins, aux, rt):
+        from kernels.elementwise import Program, run
+        prog = Program(0, ((f"(offs * 0.0 + {float(value_of(p))!r})", ()),), ("t0",))
+        return run(prog, [], tuple(p.shape), to_torch_dtype(p.dtype), device=rt.device)
+    return triton_fill
+
+
+def triton_arange(p, ins, aux, rt):
+    """arange as one generated kernel over the flat index."""
+    from kernels.elementwise import Program, run
+    start = 0.0 if p.stop is None else p.start
+    expr = f"({start!r} + (offs // {p.repeat}) * {p.step!r})"
+    return run(Program(0, ((expr, ()),), ("t0",)), [], (_arange_len(p),),
+               to_torch_dtype(p.dtype), device=rt.device)
+
+
 for _name, _value, _extra in (("_zeros", lambda p: 0.0, ()), ("_ones", lambda p: 1.0, ()),
                               ("_full", lambda p: p.value, (Param("value", "float"),))):
     register(OpDef(
         name=_name, params=_COMMON + _extra, inputs=(), infer_shape=_fixed_shape,
-        infer_type=_fixed_type, forward=_filled(_value),
+        infer_type=_fixed_type, forward=_filled(_value), kernel=_triton_fill(_value),
         gradient=lambda g, p, ins, outs, og: [],
         cases=(Case((), {"shape": (2, 3), **({"value": 2.5} if _extra else {})}, grad=False),),
         doc=f"An array of the given shape and dtype filled with {_name[1:]}."))
@@ -58,6 +75,6 @@ register(OpDef(
             Param("infer_range", "bool", False), Param("ctx", "str", ""),
             Param("dtype", "dtype", "float32")),
     inputs=(), infer_shape=lambda p, s: ([], [(_arange_len(p),)]), infer_type=_fixed_type,
-    forward=_arange_forward, gradient=lambda g, p, ins, outs, og: [],
+    forward=_arange_forward, gradient=lambda g, p, ins, outs, og: [], kernel=triton_arange,
     cases=(Case((), {"start": 1, "stop": 7, "step": 2, "repeat": 2}, grad=False),),
     doc="Evenly spaced values in [start, stop) (MXNet's ``arange``)."))
