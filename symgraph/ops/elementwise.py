@@ -77,6 +77,44 @@ def _power_scalar_expr(p) -> str:
 
 
 TRITON["_power_scalar"] = _power_scalar_expr
+
+
+def _atan(v: str) -> str:
+    """atan with Cephes' range reduction and minimax polynomial (about 1e-7 relative)."""
+    a = f"tl.abs({v})"
+    big, mid = f"({a} > 2.414213562373095)", f"({a} > 0.4142135623730950)"
+    r = f"tl.where({big}, -1.0 / {a}, tl.where({mid}, ({a} - 1.0) / ({a} + 1.0), {a}))"
+    base = f"tl.where({big}, 1.5707963267948966, tl.where({mid}, 0.7853981633974483, 0.0))"
+    z = f"(({r}) * ({r}))"
+    poly = (f"((((8.05374449538e-2 * {z} - 1.38776856032e-1) * {z} + 1.99777106478e-1) * {z}"
+            f" - 3.33329491539e-1) * {z} * ({r}) + ({r}))")
+    return f"(tl.where({v} < 0.0, -1.0, 1.0) * ({base} + {poly}))"
+
+
+def _lgamma(v: str) -> str:
+    """log|Gamma(x)| for x > 0: shift by 6, then Stirling's series."""
+    z = f"({v} + 6.0)"
+    shift = f"tl.log({v} * ({v} + 1.0) * ({v} + 2.0) * ({v} + 3.0) * ({v} + 4.0) * ({v} + 5.0))"
+    series = (f"(({z} - 0.5) * tl.log({z}) - {z} + 0.9189385332046727 + 1.0 / (12.0 * {z})"
+              f" - 1.0 / (360.0 * {z} * {z} * {z}) + 1.0 / (1260.0 * {z} * {z} * {z} * {z} * {z}))")
+    return f"({series} - {shift})"
+
+
+def _digamma(v: str) -> str:
+    """digamma for x > 0: shift by 6, then the asymptotic series."""
+    z = f"({v} + 6.0)"
+    shift = " + ".join(f"1.0 / ({v} + {k}.0)" for k in range(6))
+    series = (f"(tl.log({z}) - 0.5 / {z} - 1.0 / (12.0 * {z} * {z}) + "
+              f"1.0 / (120.0 * {z} * {z} * {z} * {z}) - 1.0 / (252.0 * {z} * {z} * {z} * {z} *"
+              f" {z} * {z}))")
+    return f"({series} - ({shift}))"
+
+
+TRITON["arctan"] = _atan("{0}")
+TRITON["arcsin"] = _atan("({0} / tl.sqrt(1.0 - {0} * {0}))")
+TRITON["arccos"] = f"(1.5707963267948966 - {_atan('({0} / tl.sqrt(1.0 - {0} * {0}))')})"
+TRITON["gammaln"] = _lgamma("{0}")
+TRITON["_digamma"] = _digamma("{0}")
 TRITON["_rpower_scalar"] = lambda p: f"tl.exp({{0}} * {math.log(p.scalar)!r})"
 
 _UNARY_CASES = (Case(((3, 5),)), Case(((2, 3, 4),)))
