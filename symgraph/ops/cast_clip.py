@@ -42,8 +42,38 @@ def cast_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x.to(dtype)
 
 
+def _cast_template(dtype: torch.dtype) -> str:
+    """Triton expression of ``cast_to`` (computed in fp32/fp64, stored in ``dtype``)."""
+    if dtype.is_floating_point:
+        return "{0}"
+    if dtype == torch.bool:
+        return "tl.where({0} != 0.0, 1.0, 0.0)"
+    t = "tl.where({0} >= 0.0, tl.floor({0}), tl.ceil({0}))"  # truncate toward zero
+    if dtype in _SMALL_INTS:  # wrap modulo 2^bits, as the C++ static_cast through int64
+        bits = {torch.uint8: 256.0, torch.int8: 256.0, torch.int16: 65536.0}[dtype]
+        shift = 0.0 if dtype == torch.uint8 else bits / 2
+        v = f"(({t}) + {shift!r})"
+        return f"({v} - tl.floor({v} / {bits!r}) * {bits!r} - {shift!r})"
+    return t
+
+
+def triton_cast_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``cast_to`` as one generated kernel."""
+    from kernels.elementwise import Program, run
+    prog = Program(1, ((_cast_template(dtype), ("x0",)),), ("t0",))
+    return run(prog, [x], tuple(x.shape), dtype)[0]
+
+
+def triton_cast(p, ins, aux, rt):
+    return (triton_cast_to(ins[0], to_torch_dtype(p.dtype)),)
+
+
+def triton_backward_cast(p, ins, aux, rt):
+    return (triton_cast_to(ins[0], ins[1].dtype),)
+
+
 register(OpDef(
-    name="Cast", aliases=("cast",),
+    name="Cast", aliases=("cast",), kernel=triton_cast,
     params=(Param("dtype", "dtype", choices=_CAST_DTYPES, doc="Output dtype."),),
     infer_shape=unary_shape, infer_type=lambda p, t: (list(t), [p.dtype]),
     forward=lambda p, ins, aux, rt: (cast_to(ins[0], to_torch_dtype(p.dtype)),),
@@ -58,7 +88,7 @@ register(OpDef(
     name="_backward_Cast", inputs=("ograd", "data"), hidden=True,
     infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
     infer_type=lambda p, t: (list(t), [t[1]]) if t[1] is not None else None,
-    forward=lambda p, ins, aux, rt: (cast_to(ins[0], ins[1].dtype),),
+    forward=lambda p, ins, aux, rt: (cast_to(ins[0], ins[1].dtype),), kernel=triton_backward_cast,
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_Cast", og[0], ins[0]), None],
     cases=(Case(((3, 4), (3, 4)), no_grad_inputs=(1,)),),
     doc="Gradient of ``Cast``: the output gradient cast back to the input's dtype."))
@@ -117,6 +147,25 @@ def _norm_forward(p, ins, aux, rt):
     return (cast_to(out, to_torch_dtype(p.out_dtype) if p.out_dtype else x.dtype),)
 
 
+def triton_norm(p, ins, aux, rt):
+    """|x| or x*x, a row reduction, then sqrt: three kernels, fp32 accumulation."""
+    from kernels.elementwise import Program, run
+    from kernels.reduce import reduce
+    x = ins[0]
+    if not x.is_floating_point():
+        return _norm_forward(p, ins, aux, rt)
+    q = _reduce_params(p)
+    axes = reduce_axes(q, x.dim())
+    mag = "tl.abs({0})" if p.ord == 1 else "({0} * {0})"
+    powered = run(Program(1, ((mag, ("x0",)),), ("t0",)), [x], tuple(x.shape), x.dtype)[0]
+    total = reduce(powered, axes, "sum", keepdims=True) if axes else powered
+    root = "{0}" if p.ord == 1 else "tl.sqrt({0})"
+    out_dtype = to_torch_dtype(p.out_dtype) if p.out_dtype else x.dtype
+    shape = reduced_shape(q, tuple(x.shape))
+    return run(Program(1, ((root, ("x0",)),), ("t0",)), [total.reshape(shape)], shape,
+               out_dtype)
+
+
 def _norm_grad(g, p, ins, outs, og):
     x, dy, y = ins[0], og[0], outs[0]
     if p.out_dtype is not None:
@@ -130,7 +179,7 @@ def _norm_grad(g, p, ins, outs, og):
 
 
 register(OpDef(
-    name="norm",
+    name="norm", kernel=triton_norm,
     params=(Param("ord", "int", 2, doc="1 (sum of magnitudes) or 2 (Euclidean)."),
             Param("axis", "axis", None, doc="Axis or axes to reduce (None: all)."),
             Param("out_dtype", "dtype_or_none", None,
