@@ -1,4 +1,4 @@
-"""Indexing: gather (take, Embedding), scatter-add (their gradients), pick and its
+"""Indexing: gather (take, Embedding, gather_nd), scatter-add (their gradients), pick and its
 gradient, one_hot and where.
 
 Index tensors hold integer values in any dtype (MXNet passes float32); kernels truncate
@@ -248,6 +248,93 @@ def where_ref(cond: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Ten
     return torch.where(cond != 0, x, y)
 
 
+# ---------------------------------------------------------------- gather_nd
+
+@kernel
+def _gather_nd_kernel(data, idx, out, dims, n_y, inner, total, M: tl.constexpr,
+                      BACKWARD: tl.constexpr, BLOCK: tl.constexpr):
+    """Forward: out[y, i] = data[w(idx[0, y]), ..., w(idx[M-1, y]), i] (w wraps negatives);
+    backward: data[...] += out[y, i] with atomics (repeated index tuples sum)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    i = offs % inner
+    y = offs // inner
+    row = offs * 0
+    for m in tl.static_range(M):
+        size = tl.load(dims + m)
+        j = tl.load(idx + m * n_y + y, mask=mask, other=0).to(tl.int64)
+        row = row * size + ((j % size) + size) % size
+    src = row * inner + i
+    if BACKWARD:
+        g = tl.load(out + offs, mask=mask, other=0.0).to(tl.float32)
+        tl.atomic_add(data + src, g, mask=mask)
+    else:
+        tl.store(out + offs, tl.load(data + src, mask=mask), mask=mask)
+
+
+def _nd_layout(shape: tuple, indices: torch.Tensor) -> tuple[int, int, int, torch.Tensor]:
+    """(M, index tuples, inner size, the M indexed sizes as an int64 tensor)."""
+    m = indices.shape[0]
+    if indices.dim() < 2 or m > len(shape):
+        raise ValueError(f"gather_nd: indices of shape {tuple(indices.shape)} do not index "
+                         f"data of shape {tuple(shape)}")
+    inner = 1
+    for s in shape[m:]:
+        inner *= s
+    dims = torch.tensor(list(shape[:m]), dtype=torch.int64, device=indices.device)
+    return m, indices[0].numel(), inner, dims
+
+
+def gather_nd(data: torch.Tensor, indices: torch.Tensor, out=None) -> torch.Tensor:
+    """``out[y] = data[indices[0, y], ..., indices[M-1, y]]`` (negative indices wrap)."""
+    data, idx = data.contiguous(), indices.contiguous()
+    m, n_y, inner, dims = _nd_layout(tuple(data.shape), idx)
+    shape = tuple(idx.shape[1:]) + tuple(data.shape[m:])
+    result = out if out is not None else torch.empty(shape, dtype=data.dtype,
+                                                      device=data.device)
+    total = n_y * inner
+    if total:
+        block = _block(total, data.device)
+        _gather_nd_kernel[(cdiv(total, block),)](data, idx, result, dims, n_y, inner, total,
+                                                 M=m, BACKWARD=False, BLOCK=block)
+    return result
+
+
+def gather_nd_ref(data: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    """Reference: advanced indexing (reads the indices and the rows, writes the output)."""
+    idx = indices.to(torch.int64)
+    return data[tuple(torch.remainder(idx[i], data.shape[i]) for i in range(idx.shape[0]))]
+
+
+def gather_nd_backward(g: torch.Tensor, indices: torch.Tensor, shape: tuple,
+                       out=None) -> torch.Tensor:
+    """Gradient of :func:`gather_nd` for data of ``shape``: ``g`` added at the indices
+    (fp32 atomics, cast once for half types)."""
+    shape = tuple(shape)
+    result = out if out is not None else torch.empty(shape, dtype=g.dtype, device=g.device)
+    acc = result if result.dtype in (torch.float32, torch.float64) else torch.empty(
+        shape, dtype=torch.float32, device=g.device)
+    fill(acc, 0.0)
+    idx = indices.contiguous()
+    m, n_y, inner, dims = _nd_layout(shape, idx)
+    total = n_y * inner
+    if total:
+        block = _block(total, g.device)
+        _gather_nd_kernel[(cdiv(total, block),)](acc, idx, g.contiguous(), dims, n_y, inner,
+                                                 total, M=m, BACKWARD=True, BLOCK=block)
+    if acc is not result:
+        copy_view(acc, result)
+    return result
+
+
+def gather_nd_backward_ref(g: torch.Tensor, indices: torch.Tensor, shape: tuple) -> torch.Tensor:
+    """Reference: index_put_ with accumulate into fp32 zeros."""
+    idx = indices.to(torch.int64)
+    at = tuple(torch.remainder(idx[i], shape[i]) for i in range(idx.shape[0]))
+    out = torch.zeros(tuple(shape), dtype=torch.float32, device=g.device)
+    return out.index_put_(at, g.float(), accumulate=True).to(g.dtype)
+
+
 # ---------------------------------------------------------------- table entries
 
 def _rand(dtype, device, shape, seed=0):
@@ -294,6 +381,18 @@ def _make_where(dtype, device, shape):
     return (cond, _rand(dtype, device, shape), _rand(dtype, device, shape, seed=2)), {}
 
 
+def _make_gather_nd(dtype, device, shape):
+    m = 1 if len(shape) == 2 else 2
+    idx = _ints(device, (m, shape[0] + 4), 3 * shape[0], low=-2 * shape[0])
+    return (_rand(dtype, device, shape), idx), {}
+
+
+def _make_gather_nd_bwd(dtype, device, shape):
+    (data, idx), _ = _make_gather_nd(dtype, device, shape)
+    g = _rand(dtype, device, (idx.shape[1],) + tuple(shape[idx.shape[0]:]))
+    return (g, idx, tuple(shape)), {}
+
+
 _SHAPES = ((3, 37), (5, 129), (2, 3, 7, 6))
 _DT = (torch.float32, torch.float16, torch.bfloat16)
 _EXACT = {torch.float32: (0, 0), torch.float16: (0, 0), torch.bfloat16: (0, 0)}
@@ -322,4 +421,10 @@ KERNELS = [
            lambda i, depth, *a: tensor_bytes(i) * (1 + depth)),
     _entry("where", where, where_ref, _make_where,
            lambda c, x, y: tensor_bytes(c, x, y, x), bench=((4096, 4096),)),
+    _entry("gather_nd", gather_nd, gather_nd_ref, _make_gather_nd,
+           lambda d, i: tensor_bytes(i) + 2 * d.element_size() * i.shape[1]
+           * d[(0,) * i.shape[0]].numel(), bench=((1 << 15, 512),)),
+    _entry("gather_nd_backward", gather_nd_backward, gather_nd_backward_ref,
+           _make_gather_nd_bwd, lambda g, i, shape: tensor_bytes(g, i) + 2 * tensor_bytes(g),
+           tol=_SUMS, bench=((1 << 15, 512),)),
 ]

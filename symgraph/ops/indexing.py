@@ -444,9 +444,22 @@ def _nd_index(data: torch.Tensor, indices: torch.Tensor) -> tuple:
     return tuple(torch.remainder(idx[i], data.shape[i]) for i in range(idx.shape[0]))
 
 
+def triton_gather_nd(p, ins, aux, rt):
+    """gather_nd as one Triton gather."""
+    from kernels.index import gather_nd
+    return (gather_nd(ins[0], ins[1]),)
+
+
+def triton_backward_gather_nd(p, ins, aux, rt):
+    """The gather_nd gradient: Triton zero fill, then an atomic scatter-add."""
+    from kernels.index import gather_nd_backward
+    g, data, indices = ins
+    return (gather_nd_backward(g, indices, tuple(data.shape)),)
+
+
 register(OpDef(
     name="gather_nd", inputs=("data", "indices"), infer_shape=_gather_nd_shape,
-    infer_type=value_type((0,)),
+    infer_type=value_type((0,)), kernel=triton_gather_nd,
     forward=lambda p, ins, aux, rt: (ins[0][_nd_index(ins[0], ins[1])].contiguous(),),
     gradient=lambda g, p, ins, outs, og: [
         g.op("_backward_gather_nd", og[0], ins[0], ins[1]), None],
@@ -467,7 +480,7 @@ def _backward_gather_nd(p, ins, aux, rt):
 register(OpDef(
     name="_backward_gather_nd", inputs=("ograd", "data", "indices"), hidden=True,
     infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None, infer_type=value_type((0, 1)),
-    forward=_backward_gather_nd,
+    forward=_backward_gather_nd, kernel=triton_backward_gather_nd,
     gradient=lambda g, p, ins, outs, og: [g.op("gather_nd", og[0], ins[2]), None, None],
     cases=(Case(((5, 2), (3, 4, 2), (2, 5)), ints={2: 3}, no_grad_inputs=(1,)),),
     doc="Gradient of ``gather_nd``: the output gradient added into zeros at the indices."))

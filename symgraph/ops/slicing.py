@@ -339,11 +339,28 @@ def _backward_slice_like(p, ins, aux, rt):
     return (out,)
 
 
+def triton_slice_like(p, ins, aux, rt):
+    """slice_like as one strided Triton copy from the origin."""
+    from kernels.copy import slice_nd
+    x, like = ins
+    sizes = list(x.shape)
+    for i in _like_axes(p, tuple(x.shape), tuple(like.shape)):
+        sizes[i] = like.shape[i]
+    return (slice_nd(x, [0] * x.dim(), [1] * x.dim(), sizes),)
+
+
+def triton_backward_slice_like(p, ins, aux, rt):
+    """The slice_like gradient: Triton zero fill, then a copy into the origin corner."""
+    from kernels.copy import scatter
+    g, x = ins
+    return (scatter(g, tuple(x.shape), [0] * x.dim(), [1] * x.dim()),)
+
+
 register(OpDef(
     name="slice_like", inputs=("data", "shape_like"),
     params=(Param("axes", "shape", (), doc="Axes to slice (empty: all; shapes must then have "
                                            "one ndim)."),),
-    infer_shape=_slice_like_shape, forward=_slice_like_forward,
+    infer_shape=_slice_like_shape, forward=_slice_like_forward, kernel=triton_slice_like,
     infer_type=lambda p, t: ([t[0], t[1]], [t[0]]) if t[0] is not None else None,
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_slice_like", og[0], ins[0]), None],
     cases=(Case(((3, 4, 5), (2, 3, 4)), no_grad_inputs=(1,)),
@@ -352,7 +369,7 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_slice_like", inputs=("ograd", "data"), hidden=True,
-    infer_shape=_grad_shape, forward=_backward_slice_like,
+    infer_shape=_grad_shape, forward=_backward_slice_like, kernel=triton_backward_slice_like,
     gradient=lambda g, p, ins, outs, og: [g.op("slice_like", og[0], ins[0]), None],
     cases=(Case(((2, 3), (3, 4)), no_grad_inputs=(1,)),),
     doc="Gradient of ``slice_like``: the output gradient placed at the origin of zeros."))
