@@ -10,12 +10,12 @@ chunks as (tensor, start) pairs: one program per chunk of ``CHUNK`` elements, so
 fp32; weights and gradients may be fp16 (states stay fp32).
 
 The rules, with ``clip(x) = min(max(x, -c), c)`` applied only when ``clip_gradient >= 0``
-and ``r = rescale_grad`` (each checked against ``mx.nd.<op>`` of MXNet 1.9.1)::
+and ``r = rescale_grad`` (each checked against MXNet 1.9.1: ``tests/fixtures/optimizer``)::
 
     sgd_update:        G = clip(r*g) + wd*w;  w -= lr*G
     sgd_mom_update:    G = clip(r*g) + wd*w;  mom = momentum*mom - lr*G;  w += mom
-    nag_mom_update:    G = clip(r*g) + wd*w;  mom = momentum*mom - lr*G
-                       w += momentum*mom - lr*G
+    nag_mom_update:    G = clip(r*g) + wd*w;  w' = w + momentum*(momentum*mom - lr*G) - lr*G
+                       mom = momentum*mom - lr*(clip(r*g) + wd*w')
     adam_update:       G = clip(r*g + wd*w)   (wd inside the clip, unlike SGD)
                        mean = beta1*mean + (1-beta1)*G;  var = beta2*var + (1-beta2)*G^2
                        w -= lr * mean / (sqrt(var) + epsilon)
@@ -29,7 +29,11 @@ and ``r = rescale_grad`` (each checked against ``mx.nd.<op>`` of MXNet 1.9.1)::
 
 RMSProp (both) then clips the weight to ``[-clip_weights, clip_weights]`` when
 ``clip_weights >= 0``. Adam's bias correction is not in the op: MXNet's ``optimizer.Adam``
-passes ``lr * sqrt(1 - beta2^t) / (1 - beta1^t)`` (:func:`adam_lr`). AdaGrad is MXNet's
+passes ``lr * sqrt(1 - beta2^t) / (1 - beta1^t)`` (:func:`adam_lr`). NAG's momentum takes
+its weight-decay term from the *updated* weight ``w'``: ``optimizer.NAG`` calls
+``nag_mom_update(..., out=weight)`` and the op writes the weight before it reads it again
+for the momentum, so that is what MXNet 1.9.1 training computes (with ``wd = 0`` it is
+``mom = momentum*mom - lr*G``, ``w += momentum*mom - lr*G``). AdaGrad is MXNet's
 ``optimizer.AdaGrad`` dense path (Python, no op), whose epsilon sits inside the square root.
 
 Bytes moved: each update reads weight, gradient and states and writes weight and states.
@@ -77,17 +81,21 @@ def _update_kernel(rows, chunks, rates, consts, w_like, s_like, KIND: tl.constex
         if KIND == 3 or KIND == 4 or KIND == 5:
             g = g + wd * w
         g = tl.minimum(tl.maximum(g, -clip), clip)
+        gc = g
         if KIND == 0 or KIND == 1 or KIND == 2:
             g = g + wd * w
         if KIND == 0:
             w = w - lr * g
         if KIND == 1 or KIND == 2:
-            m = a * tl.load(s0 + offs, mask=mask, other=0.0) - lr * g
+            p = a * tl.load(s0 + offs, mask=mask, other=0.0)
+            m = p - lr * g
+        if KIND == 1:
+            w = w + m
+        if KIND == 2:
+            w = w + a * m - lr * g
+            m = p - lr * (gc + wd * w)  # MXNet's in-place NAG: wd term of mom from the new w
+        if KIND == 1 or KIND == 2:
             tl.store(s0o + offs, m.to(s0o.dtype.element_ty), mask=mask)
-            if KIND == 1:
-                w = w + m
-            if KIND == 2:
-                w = w + a * m - lr * g
         if KIND == 3:
             m = a * tl.load(s0 + offs, mask=mask, other=0.0) + (1.0 - a) * g
             v = b * tl.load(s1 + offs, mask=mask, other=0.0) + (1.0 - b) * g * g
@@ -255,9 +263,9 @@ def nag_mom_update(weights, grads, moms, hp: UpdateParams, out=None) -> tuple:
 def nag_mom_update_ref(weights, grads, moms, hp: UpdateParams) -> tuple:
     """Reference: reads w, g, mom; writes w, mom."""
     def step(w, g, lr, wd, mom):
-        g = _clip(hp.rescale_grad * g, hp.clip_gradient) + wd * w
-        mom = hp.momentum * mom - lr * g
-        return w + hp.momentum * mom - lr * g, mom
+        g = _clip(hp.rescale_grad * g, hp.clip_gradient)
+        w_new = w + hp.momentum * (hp.momentum * mom - lr * (g + wd * w)) - lr * (g + wd * w)
+        return w_new, hp.momentum * mom - lr * (g + wd * w_new)
     return _per_tensor(step, weights, grads, (moms,), hp)
 
 
