@@ -1,4 +1,4 @@
-"""Softmax, log-softmax and the SoftmaxOutput gradient, one program per row.
+"""Softmax, log-softmax, the SoftmaxOutput gradient and softmax_cross_entropy, by rows.
 
 Rows are ``(outer, n, inner)`` views (see ``kernels/reduce.py``). With ``z = x / T``::
 
@@ -22,6 +22,13 @@ probability row of the label's data when the label has the data's shape)::
 
 ``norm`` is 1, the batch size or the kept-row count (counted by an ``atomic_add`` kernel
 first), times the positions per sample for ``multi_output`` (not for ``valid``).
+
+softmax_cross_entropy (``x`` (R, N), integer labels, head gradient ``dy`` of shape (1,))::
+
+    loss = -sum_i log(softmax(x)[i, label_i])     dx = (softmax(x) - one_hot(label)) * dy
+
+the loss as a softmax then one program gathering and summing the picked logs; the gradient
+as one fused row kernel (max/sum pass, then the write).
 
 Bytes moved: forward reads x twice (once when a row fits one block on GPU, from cache) and
 writes y; backward reads dy and y twice and writes dx; SoftmaxOutput reads p and the labels
@@ -264,6 +271,92 @@ def softmax_output_bwd_ref(p, label, grad_scale=1.0, ignore_label=-1.0, use_igno
     return dx.reshape(outer, inner, n).movedim(-1, 1).reshape(p.shape).to(p.dtype).contiguous()
 
 
+# ---------------------------------------------------------------- softmax_cross_entropy
+
+@kernel
+def _ce_loss_kernel(p_ptr, lab_ptr, out_ptr, R, N, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """out[0] = -sum_i log(p_flat[clamp(i * N + label[i])]), one program over the rows."""
+    acc = tl.full((), 0.0, ACC)
+    for start in range(0, R, BLOCK):
+        rows = start + tl.arange(0, BLOCK)
+        mask = rows < R
+        lab = tl.load(lab_ptr + rows, mask=mask, other=0).to(tl.int64)
+        at = tl.minimum(tl.maximum(rows.to(tl.int64) * N + lab, 0), R * N - 1)
+        p = tl.load(p_ptr + at, mask=mask, other=1.0).to(ACC)
+        acc += tl.reduce(tl.where(mask, -tl.log(p), 0.0), 0, SUM)
+    tl.store(out_ptr, acc.to(out_ptr.dtype.element_ty))
+
+
+def softmax_ce_loss(x: torch.Tensor, label: torch.Tensor, out=None) -> torch.Tensor:
+    """Check, allocate, launch: ``-sum_i log(softmax(x)[i, label[i]])`` of (R, N) data as a
+    (1,) tensor; MXNet's flat pick ``i * N + label`` (clamped to the array) for bad labels."""
+    if x.dim() != 2 or label.numel() != x.shape[0]:
+        raise ValueError(f"softmax_ce_loss needs (R, N) data and R labels, got data "
+                         f"{tuple(x.shape)} and label {tuple(label.shape)}")
+    loss = check_out(out, (1,), x.dtype, x.device)
+    y = softmax_fwd(x, axis=1, dtype=torch.float64 if x.dtype == torch.float64 else
+                    torch.float32)
+    block = 1024 if x.device.type == "cuda" else 32
+    _ce_loss_kernel[(1,)](y, label.contiguous(), loss, x.shape[0], x.shape[1],
+                          ACC=acc_type(x.dtype), BLOCK=block)
+    return loss
+
+
+def softmax_ce_loss_ref(x, label):
+    """Reference: softmax (4 passes over x), a gather, a log and a sum."""
+    r, n = x.shape
+    y = torch.softmax(x.to(torch.float64 if x.dtype == torch.float64 else torch.float32), 1)
+    at = (torch.arange(r, device=x.device) * n + label.to(torch.int64)).clamp(0, r * n - 1)
+    return (-torch.log(y.reshape(-1)[at]).sum()).reshape(1).to(x.dtype)
+
+
+@kernel
+def _ce_bwd_kernel(x_ptr, lab_ptr, dy_ptr, dx_ptr, N, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """dx[row] = (softmax(x[row]) - one_hot(label[row])) * dy[0]; online max/sum pass."""
+    row = tl.program_id(0).to(tl.int64)
+    base = row * N
+    m = tl.full((), float("-inf"), ACC)
+    s = tl.full((), 0.0, ACC)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(ACC)
+        m_new = tl.maximum(m, tl.reduce(x, 0, MAX))
+        s = s * tl.exp(m - m_new) + tl.reduce(tl.exp(x - m_new), 0, SUM)
+        m = m_new
+    lab = tl.load(lab_ptr + row).to(tl.int64)
+    dy = tl.load(dy_ptr).to(ACC)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=0.0).to(ACC)
+        t = tl.where(cols == lab, 1.0, 0.0)
+        dx = (tl.exp(x - m) / s - t) * dy
+        tl.store(dx_ptr + base + cols, dx.to(dx_ptr.dtype.element_ty), mask=cols < N)
+
+
+def softmax_ce_bwd(dy: torch.Tensor, x: torch.Tensor, label: torch.Tensor,
+                   out=None) -> torch.Tensor:
+    """Check, allocate, launch: the data gradient of :func:`softmax_ce_loss` (an out-of-range
+    label gives a zero one-hot row, as in MXNet)."""
+    if x.dim() != 2 or label.numel() != x.shape[0] or dy.numel() != 1:
+        raise ValueError(f"softmax_ce_bwd needs (R, N) data, R labels and one head gradient, "
+                         f"got {tuple(x.shape)}, {tuple(label.shape)}, {tuple(dy.shape)}")
+    x = x.contiguous()
+    dx = check_out(out, tuple(x.shape), x.dtype, x.device)
+    if x.numel():
+        block = row_block(x.shape[1], x.device)
+        _ce_bwd_kernel[(x.shape[0],)](x, label.contiguous(), dy.contiguous(), dx, x.shape[1],
+                                      ACC=acc_type(x.dtype), BLOCK=block,
+                                      **launch_opts(block, x.device))
+    return dx
+
+
+def softmax_ce_bwd_ref(dy, x, label):
+    """Reference: softmax, a one-hot comparison, a subtraction and a scale (5 passes)."""
+    wide = torch.float64 if x.dtype == torch.float64 else torch.float32
+    hot = label.to(torch.int64)[:, None] == torch.arange(x.shape[1], device=x.device)
+    return ((torch.softmax(x.to(wide), 1) - hot.to(wide)) * dy.to(wide).reshape(())).to(x.dtype)
+
+
 # ---------------------------------------------------------------- table entries
 
 def _make_softmax(axis=-1, temperature=None, log=False, with_length=False):
@@ -306,6 +399,18 @@ def _make_so(prob=False, **attrs):
     return make
 
 
+def _make_ce(dtype, device, shape):
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.randn(shape, generator=gen) * 3).to(device=device, dtype=dtype)
+    label = torch.randint(-1, shape[1] + 1, shape[:1], generator=gen).float().to(device)
+    return (x, label), {}
+
+
+def _make_ce_bwd(dtype, device, shape):
+    (x, label), _ = _make_ce(dtype, device, shape)
+    return (torch.full((1,), 0.75, dtype=dtype, device=device), x, label), {}
+
+
 _ALL = (torch.float32, torch.float16, torch.bfloat16)
 _BENCH = ((4096, 4096), (1024, 16384), (512, 32768))
 _TOL = {torch.float32: (1e-5, 1e-6), torch.float16: (2e-3, 2e-3),
@@ -345,4 +450,8 @@ KERNELS = [
     _spec("softmax_output_bwd_preserve_prob", softmax_output_bwd, softmax_output_bwd_ref,
           _make_so(prob=True, preserve_shape=True), ((2, 3, 37),), _io_so,
           dtypes=(torch.float32,)),
+    _spec("softmax_cross_entropy", softmax_ce_loss, softmax_ce_loss_ref, _make_ce,
+          ((5, 37), (3, 129), (9, 1)), {"bytes": lambda x, lab: tensor_bytes(x, x, x, lab)}),
+    _spec("softmax_cross_entropy_bwd", softmax_ce_bwd, softmax_ce_bwd_ref, _make_ce_bwd,
+          ((5, 37), (3, 129), (9, 1)), {"bytes": lambda dy, x, lab: tensor_bytes(x, x, x, lab)}),
 ]

@@ -61,14 +61,27 @@ def _backward(p, ins, aux, rt):
     return (grad * dy.reshape(()),)
 
 
+def triton_softmax_cross_entropy(p, ins, aux, rt):
+    """The loss as a Triton softmax and one gather-log-sum program."""
+    from kernels.softmax import softmax_ce_loss
+    return (softmax_ce_loss(ins[0], ins[1]),)
+
+
+def triton_backward_softmax_cross_entropy(p, ins, aux, rt):
+    """The data gradient as one fused Triton row kernel."""
+    from kernels.softmax import softmax_ce_bwd
+    return (softmax_ce_bwd(*ins),)
+
+
 register(OpDef(
     name="_backward_softmax_cross_entropy", inputs=("ograd", "data", "label"), hidden=True,
     infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None, forward=_backward,
+    kernel=triton_backward_softmax_cross_entropy,
     doc="The data gradient of softmax_cross_entropy."))
 
 register(OpDef(
     name="softmax_cross_entropy", inputs=("data", "label"), infer_shape=_shape,
-    forward=_forward,
+    forward=_forward, kernel=triton_softmax_cross_entropy,
     gradient=lambda g, p, ins, outs, og: [
         g.op("_backward_softmax_cross_entropy", og[0], ins[0], ins[1]), None],
     cases=(Case(((4, 3), (4,)), ints={1: 3}),
