@@ -1,5 +1,6 @@
-"""Data movement: strided copies (slice, transpose, flip, broadcast, tile, repeat), concat and
-split in one launch, scatter into zeros, and the reduce-sum that undoes a broadcast.
+"""Data movement: strided copies (slice, transpose, flip, broadcast, tile, repeat, nearest
+upsampling), concat and split in one launch, scatter into zeros, and the reduce-sum that
+undoes a broadcast.
 
 Every layout change is one kernel, :func:`_copy_kernel`: each element of a logical shape is
 read at ``src_off + sum(c_d * src_stride_d)`` and written at ``dst_off + sum(c_d *
@@ -13,6 +14,9 @@ rows, one per part, over the 2-D view ``(outer, axis * inner)`` of the joined te
 
 Backward of tile/repeat/broadcast sums the gradient over the repeated axes
 (:func:`reduce_sum`); backward of slicing writes the gradient into zeros (:func:`scatter`).
+Nearest upsampling is a copy of the stride-0 view ``(N, C, h, s, w, s)`` of each input into
+its channel slice of the output (or, in sum mode, a generated in-place add); its backward is
+a reduce-sum over the two ``s`` axes.
 
 Bytes moved: a copy reads and writes each output element once; a reduce reads the input
 once and writes the output once.
@@ -25,6 +29,7 @@ from collections.abc import Sequence
 import torch
 import triton.language as tl
 
+from .elementwise import Program, run
 from .runtime import block_for, cdiv, kernel
 from .table import KernelSpec, tensor_bytes
 
@@ -403,6 +408,81 @@ def split_ref(x: torch.Tensor, sizes: Sequence[int], axis: int) -> tuple:
     return tuple(t.contiguous() for t in torch.split(x, list(sizes), dim=axis))
 
 
+# ---------------------------------------------------------------- nearest upsampling
+
+_ADD = Program(2, (("({0} + {1})", ("x0", "x1")),), ("t0",))
+
+
+def _up_sizes(x: torch.Tensor, oh: int) -> tuple[list, list]:
+    """x (N, C, h, w) as the stride-0 view (N, C, h, s, w, s) with s = oh // h."""
+    n, c, h, w = x.shape
+    s = oh // h
+    sn, sc, sh, sw = x.stride()
+    return [n, c, h, s, w, s], [sn, sc, sh, 0, sw, 0]
+
+
+def upsample_nearest(xs: Sequence[torch.Tensor], scale: int, mode: str = "concat",
+                     out=None) -> torch.Tensor:
+    """Nearest upsampling of NCHW inputs to the first one's size times ``scale``, the
+    inputs concatenated on channels (one copy each) or summed (a copy, then in-place adds)."""
+    n, c0, h0, w0 = xs[0].shape
+    oh, ow = h0 * scale, w0 * scale
+    channels = c0 if mode == "sum" else sum(x.shape[1] for x in xs)
+    result = _out(out, (n, channels, oh, ow), xs[0])
+    ost = _contig_strides(result.shape)
+    begin = 0
+    for k, x in enumerate(xs):
+        sizes, strides = _up_sizes(x, oh)
+        if mode == "sum" and k:
+            acc = result.view(sizes)
+            run(_ADD, [acc, x.reshape(sizes[:3] + [1, sizes[4], 1])], tuple(sizes),
+                result.dtype, out=[acc])
+            continue
+        s = sizes[3]
+        dst = [ost[0], ost[1], s * ost[2], ost[2], s * ost[3], ost[3]]
+        strided_copy(x, sizes, strides, 0, result, (dst, begin * ost[1]))
+        begin += 0 if mode == "sum" else x.shape[1]
+    return result
+
+
+def upsample_nearest_ref(xs: Sequence[torch.Tensor], scale: int,
+                         mode: str = "concat") -> torch.Tensor:
+    """Reference: repeat_interleave twice per input, then cat or a stacked sum (fp32)."""
+    oh = xs[0].shape[2] * scale
+    parts = [x.repeat_interleave(oh // x.shape[2], 2).repeat_interleave(oh // x.shape[2], 3)
+             for x in xs]
+    if mode == "sum":
+        return torch.stack([t.float() for t in parts]).sum(0).to(xs[0].dtype)
+    return torch.cat(parts, dim=1)
+
+
+def upsample_nearest_backward(dy: torch.Tensor, shapes: Sequence[tuple], mode: str = "concat",
+                              out=None) -> tuple:
+    """Gradients of :func:`upsample_nearest`: ``dy`` (or its channel slice) summed over
+    each input's repeated blocks, one reduce-sum per input."""
+    outs = tuple(out) if out is not None else (None,) * len(shapes)
+    grads, begin = [], 0
+    for shape, o in zip(shapes, outs):
+        n, c, h, w = shape
+        s = dy.shape[2] // h
+        part = dy if mode == "sum" else dy[:, begin:begin + c]
+        grads.append(reduce_sum(part.view(n, c, h, s, w, s), (3, 5), o))
+        begin += 0 if mode == "sum" else c
+    return tuple(grads)
+
+
+def upsample_nearest_backward_ref(dy: torch.Tensor, shapes: Sequence[tuple],
+                                  mode: str = "concat") -> tuple:
+    """Reference: a reshaped fp32 sum per input (reads dy once per input)."""
+    grads, begin = [], 0
+    for n, c, h, w in shapes:
+        s = dy.shape[2] // h
+        part = dy if mode == "sum" else dy[:, begin:begin + c]
+        grads.append(part.float().reshape(n, c, h, s, w, s).sum((3, 5)).to(dy.dtype))
+        begin += 0 if mode == "sum" else c
+    return tuple(grads)
+
+
 # ---------------------------------------------------------------- table entries
 
 def _rand(dtype, device, shape, seed=0):
@@ -457,6 +537,28 @@ def _make_split(dtype, device, shape):
     return (_rand(dtype, device, shape), (1, 0, shape[1] - 1), 1), {}
 
 
+def _make_upsample(mode):
+    def make(dtype, device, shape):
+        n, c, h, w = shape
+        xs = [_rand(dtype, device, shape), _rand(dtype, device, (n, c, 2 * h, 2 * w), seed=1)]
+        return (xs, 2, mode), {}
+    return make
+
+
+def _make_upsample_bwd(mode):
+    def make(dtype, device, shape):
+        n, c, h, w = shape
+        dy = _rand(dtype, device, (n, c if mode == "sum" else 2 * c, 2 * h, 2 * w))
+        return (dy, [tuple(shape), (n, c, 2 * h, 2 * w)], mode), {}
+    return make
+
+
+def _upsample_bytes(xs, scale, mode):
+    out = xs[0].numel() * scale * scale * (1 if mode == "sum" else len(xs))
+    return tensor_bytes(*xs) + xs[0].element_size() * out * (2 * len(xs) - 1 if mode == "sum"
+                                                             else 1)
+
+
 def _copy_bytes(x, *args):
     return 2 * tensor_bytes(x)
 
@@ -467,10 +569,16 @@ _DT = (torch.float32, torch.float16, torch.bfloat16)
 _EXACT = {torch.float32: (0, 0), torch.float16: (0, 0), torch.bfloat16: (0, 0)}
 
 
+_SUMS = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (2e-2, 2e-2)}
+_UP_SHAPES = ((2, 3, 5, 7), (1, 2, 3, 1))
+_UP_BENCH = ((8, 64, 128, 128),)
+
+
 def _spec(name, fn, ref, make, **kw) -> KernelSpec:
     kw.setdefault("bytes", _copy_bytes)
     kw.setdefault("shapes", _SHAPES)
-    return KernelSpec(name=name, fn=fn, ref=ref, make=make, bench_shapes=_BENCH, dtypes=_DT,
+    kw.setdefault("bench_shapes", _BENCH)
+    return KernelSpec(name=name, fn=fn, ref=ref, make=make, dtypes=_DT,
                       tol=kw.pop("tol", _EXACT), family="copy", **kw)
 
 
@@ -493,4 +601,16 @@ KERNELS = [
     _spec("concat", concat, concat_ref, _make_concat,
           bytes=lambda parts, axis: 2 * tensor_bytes(*parts)),
     _spec("split", split, split_ref, _make_split),
+    _spec("upsample_nearest_concat", upsample_nearest, upsample_nearest_ref,
+          _make_upsample("concat"), shapes=_UP_SHAPES, bench_shapes=_UP_BENCH,
+          bytes=_upsample_bytes),
+    _spec("upsample_nearest_sum", upsample_nearest, upsample_nearest_ref,
+          _make_upsample("sum"), shapes=_UP_SHAPES, bench_shapes=_UP_BENCH,
+          bytes=_upsample_bytes, tol=_SUMS),
+    _spec("upsample_nearest_backward", upsample_nearest_backward,
+          upsample_nearest_backward_ref, _make_upsample_bwd("concat"), shapes=_UP_SHAPES,
+          bench_shapes=_UP_BENCH, bytes=lambda dy, *a: tensor_bytes(dy) * 5 // 4, tol=_SUMS),
+    _spec("upsample_nearest_sum_backward", upsample_nearest_backward,
+          upsample_nearest_backward_ref, _make_upsample_bwd("sum"), shapes=_UP_SHAPES,
+          bench_shapes=_UP_BENCH, bytes=lambda dy, *a: tensor_bytes(dy) * 9 // 4, tol=_SUMS),
 ]

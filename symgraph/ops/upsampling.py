@@ -129,6 +129,25 @@ def _backward_forward(p, ins, aux, rt):
     return tuple(grads)
 
 
+def triton_upsampling(p, ins, aux, rt):
+    """Nearest: one strided Triton copy per input (sum mode: generated adds); bilinear: the
+    Triton deconvolution kernel, as the reference."""
+    if p.sample_type == "bilinear":
+        from kernels.gemm import conv_transpose_nd
+        _, pad = _bilinear_geometry(p.scale)
+        return (conv_transpose_nd(ins[0], ins[1], None, stride=(p.scale, p.scale),
+                                  pad=(pad, pad), dilate=(1, 1), groups=ins[0].shape[1]),)
+    from kernels.copy import upsample_nearest
+    return (upsample_nearest(ins, p.scale, p.multi_input_mode),)
+
+
+def triton_backward_upsampling(p, ins, aux, rt):
+    """Nearest UpSampling's gradients: one Triton reduce-sum per input."""
+    from kernels.copy import upsample_nearest_backward
+    return upsample_nearest_backward(ins[0], [tuple(x.shape) for x in ins[1:]],
+                                     p.multi_input_mode)
+
+
 def _gradient(g, p, ins, outs, og):
     if p.sample_type == "bilinear":
         k, pad = _bilinear_geometry(p.scale)
@@ -153,12 +172,13 @@ register(OpDef(
     inputs=lambda p: ["ograd"] + [f"arg{i}" for i in range(p.num_args)],
     outputs=lambda p: [f"arg{i}_grad" for i in range(p.num_args)],
     infer_shape=lambda p, s: (s, list(s[1:])) if all(s[1:]) else None,
-    forward=_backward_forward,
+    forward=_backward_forward, kernel=triton_backward_upsampling,
     doc="Gradients of nearest UpSampling: block sums of the output gradient per input."))
 
 register(OpDef(
     name="UpSampling", params=_PARAMS, inputs=_inputs, infer_shape=_shape,
     forward=_forward, gradient=_gradient, key_var_num_args="num_args",
+    kernel=triton_upsampling,
     cases=(
         Case(((2, 3, 3, 2),), {"scale": 2, "sample_type": "nearest"}),
         Case(((2, 3, 4, 2), (2, 2, 2, 1)), {"scale": 2, "sample_type": "nearest"}),
