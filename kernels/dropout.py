@@ -1,4 +1,4 @@
-"""Dropout from a counter-based RNG: Philox-4x32-10 on (element index, 64-bit seed).
+"""Dropout and rrelu from a counter-based RNG: Philox-4x32-10 on (element index, 64-bit seed).
 
 Element ``k`` is kept when ``u(seed, k) < 1 - p``, where ``u`` is the first Philox output
 word mapped to [0, 1) as ``tl.rand`` maps it (same constants and rounds as
@@ -12,6 +12,10 @@ expectation from the kernel's own mask: the reference re-runs the kernel with th
 (reproducibility), checks that every mask value is 0 or ``1 / (1 - p)`` and that the kept
 fraction is within 5 standard deviations of ``1 - p``, and returns ``x * mask`` computed in
 torch; the table test then compares output and mask exactly.
+
+The same kernel draws rrelu's slopes (LeakyReLU ``act_type='rrelu'``): ``mask = lower +
+u(seed, k) * (upper - lower)`` and ``out = x > 0 ? x : x * mask``; its reference checks the
+slopes the same way.
 
 Bytes moved: forward reads x, writes out and mask; backward reads dy and mask, writes dx.
 """
@@ -28,8 +32,9 @@ from .table import KernelSpec, tensor_bytes
 
 @kernel
 def _dropout_kernel(x, mask, out, n, seed_lo, seed_hi, keep, scale, HAS_X: tl.constexpr,
-                    BLOCK: tl.constexpr):
-    """mask[k] = scale if philox(seed, k) < keep else 0; out[k] = x[k] * mask[k]."""
+                    RRELU: tl.constexpr, BLOCK: tl.constexpr):
+    """Dropout: mask[k] = scale if u(seed, k) < keep else 0, out[k] = x[k] * mask[k].
+    RRELU: mask[k] = keep + u(seed, k) * scale (a slope), out[k] = x > 0 ? x : x * mask."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     valid = offs < n
     c0 = (offs & 0xFFFFFFFF).to(tl.uint32)
@@ -52,11 +57,18 @@ def _dropout_kernel(x, mask, out, n, seed_lo, seed_hi, keep, scale, HAS_X: tl.co
         k1 = k1 + kb
     r = c0.to(tl.int32, bitcast=True)
     u = tl.where(r < 0, ~r, r).to(tl.float32) * 4.6566127342e-10
-    m = tl.where(u < keep, scale, 0.0)
-    tl.store(mask + offs, m.to(mask.dtype.element_ty), mask=valid)
-    if HAS_X:
+    if RRELU:
+        m = (keep + u * scale).to(mask.dtype.element_ty)
+        tl.store(mask + offs, m, mask=valid)
         v = tl.load(x + offs, mask=valid, other=0.0).to(tl.float32)
-        tl.store(out + offs, (v * m).to(out.dtype.element_ty), mask=valid)
+        y = tl.where(v > 0, v, v * m.to(tl.float32))  # the stored (rounded) slope
+        tl.store(out + offs, y.to(out.dtype.element_ty), mask=valid)
+    else:
+        m = tl.where(u < keep, scale, 0.0)
+        tl.store(mask + offs, m.to(mask.dtype.element_ty), mask=valid)
+        if HAS_X:
+            v = tl.load(x + offs, mask=valid, other=0.0).to(tl.float32)
+            tl.store(out + offs, (v * m).to(out.dtype.element_ty), mask=valid)
 
 
 @kernel
@@ -86,7 +98,7 @@ def dropout_mask(shape, p: float, seed: int, dtype=torch.float32, device=None,
     block = _block(n, mask.device)
     _dropout_kernel[(cdiv(n, block),)](mask, mask, mask, n, seed & 0xFFFFFFFF,
                                        (seed >> 32) & 0xFFFFFFFF, keep, scale, HAS_X=False,
-                                       BLOCK=block)
+                                       RRELU=False, BLOCK=block)
     return mask
 
 
@@ -99,7 +111,7 @@ def dropout(x: torch.Tensor, p: float, seed: int, out=None) -> tuple:
     block = _block(n, x.device)
     _dropout_kernel[(cdiv(n, block),)](x, mask, y, n, seed & 0xFFFFFFFF,
                                        (seed >> 32) & 0xFFFFFFFF, keep, scale, HAS_X=True,
-                                       BLOCK=block)
+                                       RRELU=False, BLOCK=block)
     return y, mask
 
 
@@ -115,6 +127,35 @@ def dropout_ref(x: torch.Tensor, p: float, seed: int) -> tuple:
     sd = math.sqrt(keep * (1 - keep) / mask.numel())
     assert abs(kept - keep) <= 5 * sd + 1e-9, (kept, keep)
     return (x.float() * mask.float()).to(x.dtype), mask
+
+
+def rrelu(x: torch.Tensor, lower: float, upper: float, seed: int, out=None) -> tuple:
+    """Randomized leaky ReLU: ``(x > 0 ? x : x * mask, mask)`` with slopes
+    ``mask ~ U(lower, upper)`` drawn from ``seed``; one pass over x."""
+    x = x.contiguous()
+    y, mask = out if out is not None else (torch.empty_like(x), torch.empty_like(x))
+    n = x.numel()
+    if n:
+        block = _block(n, x.device)
+        _dropout_kernel[(cdiv(n, block),)](x, mask, y, n, seed & 0xFFFFFFFF,
+                                           (seed >> 32) & 0xFFFFFFFF, float(lower),
+                                           float(upper) - float(lower), HAS_X=True,
+                                           RRELU=True, BLOCK=block)
+    return y, mask
+
+
+def rrelu_ref(x: torch.Tensor, lower: float, upper: float, seed: int) -> tuple:
+    """Expectation from the kernel's slopes (as :func:`dropout_ref`): checks that they
+    reproduce, lie in [lower, upper] and spread over it, then ``where`` in torch."""
+    _, mask = rrelu(x, lower, upper, seed)
+    again = rrelu(x, lower, upper, seed)[1]
+    assert torch.equal(mask, again), "rrelu slopes must reproduce from the seed"
+    m = mask.float()
+    slack = 1e-2 * max(abs(lower), abs(upper))  # the bounds rounded to half types
+    assert bool((m >= lower - slack).all() and (m <= upper + slack).all()), "slopes in range"
+    if m.numel() >= 64:
+        assert abs(float(m.mean()) - (lower + upper) / 2) < 0.25 * (upper - lower)
+    return torch.where(x > 0, x, x * mask), mask
 
 
 def apply_mask(x: torch.Tensor, mask: torch.Tensor, out=None) -> torch.Tensor:
@@ -142,6 +183,11 @@ def _make_bwd(dtype, device, shape):
     return (x, dropout_mask(shape, p, seed, dtype, device)), {}
 
 
+def _make_rrelu(dtype, device, shape):
+    (x, _, seed), _ = _make(dtype, device, shape)
+    return (x, 0.125, 0.334, seed), {}
+
+
 _SHAPES = ((3, 37), (5, 129), (2, 3, 7, 6))
 _DT = (torch.float32, torch.float16, torch.bfloat16)
 _TOL = {torch.float32: (1e-6, 1e-6), torch.float16: (1e-3, 1e-3), torch.bfloat16: (1e-2, 1e-2)}
@@ -153,4 +199,7 @@ KERNELS = [
     KernelSpec(name="dropout_backward", fn=apply_mask, ref=apply_mask_ref, make=_make_bwd,
                shapes=_SHAPES, bench_shapes=((4096, 4096),), dtypes=_DT, tol=_TOL,
                family="dropout", bytes=lambda x, m: 3 * tensor_bytes(x)),
+    KernelSpec(name="rrelu", fn=rrelu, ref=rrelu_ref, make=_make_rrelu, shapes=_SHAPES,
+               bench_shapes=((4096, 4096),), dtypes=_DT, tol=_TOL, family="dropout",
+               bytes=lambda x, lo, hi, seed: 3 * tensor_bytes(x)),
 ]

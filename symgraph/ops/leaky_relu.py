@@ -183,15 +183,66 @@ def _gradient(g, p, ins, outs, og):
     return [g.op("_backward_LeakyReLU", og[0], ins[0], **p)]
 
 
+def _run_expr(templates: tuple, ins: list, x: torch.Tensor) -> tuple:
+    """One generated elementwise kernel over ``ins`` (broadcast to x's shape): output ``j``
+    is ``templates[j]`` of the inputs ``{0}, {1}, ...``."""
+    from kernels.elementwise import Program, run
+    names = tuple(f"x{i}" for i in range(len(ins)))
+    prog = Program(len(ins), tuple((t, names) for t in templates),
+                   tuple(f"t{j}" for j in range(len(templates))))
+    return run(prog, ins, tuple(x.shape), x.dtype)
+
+
+def triton_leaky_relu(p, ins, aux, rt):
+    """LeakyReLU on Triton: the act_type's expression as a generated kernel; prelu with gamma
+    broadcast into it; rrelu's training slopes from the Philox kernel seeded by the
+    executor's generator (inference: the mean slope)."""
+    x = ins[0]
+    if p.act_type == "prelu":
+        gamma = ins[1].reshape(expand_shape(tuple(ins[1].shape), tuple(x.shape)))
+        return _run_expr(("tl.where({0} > 0.0, {0}, {0} * {1})",), [x, gamma], x)
+    if p.act_type != "rrelu":
+        return _run_expr((_expr(p),), [x], x)
+    if rt.is_train:
+        from kernels.dropout import rrelu
+        gen = rt.generator
+        seed = int(torch.randint(0, 1 << 62, (1,), generator=gen,
+                                 device=gen.device if gen is not None else "cpu"))
+        return rrelu(x, p.lower_bound, p.upper_bound, seed)
+    from kernels.copy import fill
+    mean = (p.lower_bound + p.upper_bound) / 2.0
+    out = _run_expr((f"tl.where({{0}} > 0.0, {{0}}, {{0}} * {mean!r})",), [x], x)[0]
+    return out, fill(torch.empty_like(x), mean)
+
+
+def triton_backward_leaky_relu(p, ins, aux, rt):
+    """The LeakyReLU gradients as one generated kernel (prelu: dx and dy * min(x, 0), then
+    a Triton reduce-sum over gamma's broadcast axes)."""
+    dy, x = ins[0], ins[1]
+    if p.act_type == "rrelu":
+        return _run_expr(("({0} * tl.where({1} > 0.0, 1.0, {2}))",), [dy, x, ins[2]], x)
+    if p.act_type != "prelu":
+        return _run_expr((_backward_expr(p),), [dy, x], x)
+    from kernels.copy import reduce_sum
+    gamma = ins[2]
+    bshape = expand_shape(tuple(gamma.shape), tuple(x.shape))
+    dx, full = _run_expr(("({0} * tl.where({1} > 0.0, 1.0, {2}))", "({0} * tl.minimum({1}, 0.0))"),
+                         [dy, x, gamma.reshape(bshape)], x)
+    axes = [i for i, d in enumerate(bshape) if d == 1 and x.shape[i] != 1]
+    return dx, (reduce_sum(full, axes) if axes else full).reshape(gamma.shape)
+
+
 register(OpDef(
     name="_backward_LeakyReLU", params=_PARAMS, hidden=True, inputs=_backward_inputs,
     outputs=lambda p: ["data_grad", "gamma_grad"] if p.act_type == "prelu" else ["data_grad"],
     infer_shape=_backward_shape, forward=_backward, expr=_backward_expr,
+    kernel=triton_backward_leaky_relu,
     doc="Gradients of LeakyReLU for data (and gamma for prelu)."))
 
 register(OpDef(
     name="LeakyReLU", params=_PARAMS, inputs=_inputs, outputs=_outputs,
     infer_shape=_shape, forward=_forward, gradient=_gradient, expr=_expr,
+    kernel=triton_leaky_relu,
     random=True,  # rrelu draws its slopes
     var_attrs={"gamma": {"__init__": '["Constant", {"value": 0.25}]'}},  # MXNet's, any slope
     cases=(Case(((3, 5),)),
