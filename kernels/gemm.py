@@ -54,7 +54,10 @@ def _launch(kern, grid, key: tuple[str, ...], args: tuple, meta: dict) -> None:
     if tuned is None:
         configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k},
                                  num_warps=w, num_stages=s) for m, n, k, w, s in CUDA_CONFIGS]
-        tuned = triton.autotune(configs, key=list(key))(triton.jit(kern.fn))
+        # cache_results: the winning config is stored in Triton's on-disk cache (under
+        # symgraph's cache_dir), so a second process starts tuned
+        tuned = triton.autotune(configs, key=list(key), cache_results=True)(
+            triton.jit(kern.fn))
         _tuned[kern.__name__] = tuned
     tuned[grid](*args, **meta)
 
