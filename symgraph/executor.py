@@ -251,9 +251,12 @@ class Executor:
         """A new executor for new input shapes sharing the arrays whose shapes are unchanged."""
         return _reshape(self, partial_shaping, allow_up_sizing, kwargs)
 
-    def debug_str(self) -> str:
-        """The plan: each step with its implementation, then planned vs naive memory."""
-        return _debug_str(self)
+    def debug_str(self, show_source: bool = False) -> str:
+        """The plan: each launch with its implementation, then planned vs naive memory.
+
+        ``show_source`` also prints each generated (fused) kernel's expression and source.
+        """
+        return _debug_str(self, show_source)
 
 
 # ---------------------------------------------------------------- binding
@@ -440,21 +443,25 @@ def _reshape(exe: Executor, partial_shaping: bool, allow_up_sizing: bool,
     return _make(symbol, exe._ctx, args, grads, list(exe.aux_arrays), dict(exe._grad_req))
 
 
-def _format_steps(title: str, steps, plan: Plan) -> list[str]:
-    lines = [f"{title} ({len(steps)} kernel launches):"]
+def _format_steps(title: str, steps, plan: Plan, show_source: bool) -> list[str]:
+    launches = sum(1 for s in steps if not plan.impl[s[-1].name].startswith("view:"))
+    lines = [f"{title} ({launches} kernel launches):"]
     for *_, outs, _frees, node in steps:
         shape = plan.shapes[outs[0]]
         lines.append(f"  {node.name:<32} {plan.impl[node.name]:<32} -> "
                      f"{'x'.join(map(str, shape))} {plan.dtypes[outs[0]]}")
+        if show_source and hasattr(node, "source"):
+            lines.append(f"    expression: {node.expression}")
+            lines += ["    | " + line for line in node.source.rstrip().splitlines()]
     return lines
 
 
-def _debug_str(exe: Executor) -> str:
+def _debug_str(exe: Executor, show_source: bool = False) -> str:
     plan = exe._plan
     mem = plan.memory
     lines = [f"Symbol outputs: {exe._output_names}"]
-    lines += _format_steps("Forward", plan.forward_train, plan)
-    lines += _format_steps("Backward", plan.backward, plan)
+    lines += _format_steps("Forward", plan.forward_train, plan, show_source)
+    lines += _format_steps("Backward", plan.backward, plan, show_source)
     lines.append(f"Total planned memory: {mem.planned_bytes / 2**20:.3f} MB in "
                  f"{len(mem.block_bytes)} blocks (naive {mem.naive_bytes / 2**20:.3f} MB, "
                  f"{mem.planned_bytes / max(mem.naive_bytes, 1):.0%})")

@@ -136,3 +136,11 @@ def test_activation_folds_into_the_gemm_epilogue(triton_backend):
     for name, grad in exe.grad_dict.items():
         np.testing.assert_allclose(grad.asnumpy(), ref.grad_dict[name].asnumpy(), rtol=1e-4,
                                    atol=1e-6, err_msg=name)
+
+
+def test_debug_str_can_print_generated_sources(triton_backend):
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    exe = _bind(mx.sym.relu(x * 2 + y), x=(2, 3), y=(2, 3))
+    text = exe.debug_str(show_source=True)
+    assert "expression: t0 = (x0 * 2.0); t1 = (t0 + x1); t2 = tl.maximum(t1, 0.0)" in text
+    assert "| @kernel" in text and "Forward (1 kernel launches)" in text
