@@ -12,6 +12,36 @@ from typing import Any
 
 import torch
 
+_compile_check: dict = {"target": None, "done": set()}
+
+
+def compile_check(arch: int | None) -> None:
+    """While set, every interpreted launch is also compiled ahead of time for ``sm_<arch>``
+    (to cubin, no GPU needed), so code that only the GPU compiler rejects fails on CPU too.
+    ``None`` turns it off."""
+    _compile_check["target"] = arch
+    _compile_check["done"].clear()
+
+
+def _aot_compile(fn: Callable, args: tuple, kwargs: dict, arch: int) -> None:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource, make_backend
+    from triton.runtime.jit import create_function_from_signature
+    target = GPUTarget("cuda", arch, 32)
+    jit = triton.jit(fn)
+    backend = make_backend(target)
+    binder = create_function_from_signature(jit.signature, jit.params, backend)
+    bound, specialization, options = binder(*args, **kwargs)
+    key = (fn.__qualname__, repr(specialization), repr(sorted(kwargs.items())))
+    if key in _compile_check["done"]:
+        return
+    options, signature, constexprs, attrs = jit._pack_args(backend, kwargs, bound,
+                                                           specialization, options)
+    triton.compile(ASTSource(jit, signature, constexprs, attrs), target=target,
+                   options=options.__dict__)
+    _compile_check["done"].add(key)
+
 
 class Kernel:
     """A Triton kernel function, jitted lazily for the device of its first tensor argument."""
@@ -39,11 +69,17 @@ class Kernel:
         def launch(*args, **kwargs):
             device = next((a.device for a in args if isinstance(a, torch.Tensor)),
                           torch.device("cpu"))
+            if device.type != "cuda" and _compile_check["target"] is not None:
+                meta = {k: v for k, v in kwargs.items() if k not in _LAUNCH_OPTIONS}
+                _aot_compile(self.fn, args, meta, _compile_check["target"])
             return self._impl(device)[grid](*args, **kwargs)
         return launch
 
     def __repr__(self) -> str:
         return f"<triton kernel {self.__name__}>"
+
+
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
 def kernel(fn: Callable | None = None, **jit_options: Any):
