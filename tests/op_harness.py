@@ -73,3 +73,45 @@ def numeric_grads(exe, names: list[str], heads: list[np.ndarray], train: bool,
             g[k] = (plus - minus) / (2 * eps)
         grads[name] = g.reshape(tuple(arr.shape))
     return grads
+
+
+def run_case(op: OpDef, case: Case, values: list[np.ndarray], backend: str):
+    """Bind under ``backend``, run forward and backward (fixed random head gradients).
+
+    Returns (outputs, {arg: gradient}, executor). A Triton kernel that fails and falls back to
+    its reference fails the caller instead of passing as the reference.
+    """
+    import warnings
+
+    from symgraph import config
+    from symgraph.ndarray.ndarray import NDArray
+    with config.override(backend=backend):
+        grad = case.grad and op.gradient is not None
+        _, exe = bind(op, case, values, grad=grad)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = run_forward(exe, case.train)
+        grads = {}
+        if grad:
+            rng = np.random.RandomState(1)
+            heads = [rng.uniform(-1, 1, size=o.shape).astype(o.dtype) for o in outs]
+            exe.backward([NDArray(torch.from_numpy(h)) for h in heads])
+            grads = {n: g.asnumpy().copy() for n, g in exe.grad_dict.items() if g is not None}
+    fallbacks = [str(w.message) for w in caught if "using the torch reference" in str(w.message)]
+    assert not fallbacks, fallbacks
+    return outs, grads, exe
+
+
+def assert_backends_agree(op: OpDef, case: Case, values: list[np.ndarray], rtol: float,
+                          atol: float):
+    """Triton and torch backends give the same outputs and gradients; returns the Triton
+    executor (for label checks)."""
+    want_outs, want_grads, _ = run_case(op, case, values, "torch")
+    got_outs, got_grads, exe = run_case(op, case, values, "triton")
+    for i, (g, w) in enumerate(zip(got_outs, want_outs)):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"{op.name} output {i}")
+    assert sorted(got_grads) == sorted(want_grads)
+    for n in want_grads:
+        np.testing.assert_allclose(got_grads[n], want_grads[n], rtol=rtol, atol=atol,
+                                   err_msg=f"{op.name} d/d{n}")
+    return exe

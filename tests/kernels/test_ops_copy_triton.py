@@ -5,8 +5,6 @@ Triton launches. Dropout is checked for reproducibility and mask properties inst
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 import torch
@@ -14,7 +12,7 @@ import torch
 from symgraph import config
 from symgraph.ndarray import NDArray
 from symgraph.ops.base import get_op
-from tests.op_harness import bind, draw_inputs, run_forward
+from tests.op_harness import assert_backends_agree, bind, draw_inputs, run_forward
 
 HOOKED = [
     "Concat", "_backward_Concat", "stack", "SliceChannel", "slice", "_backward_slice",
@@ -31,39 +29,12 @@ CASES = [pytest.param(name, i, id=f"{name}-{i}")
          for name in HOOKED for i in range(len(get_op(name).cases))]
 
 
-def _run(op, case, values, backend: str):
-    """Outputs, input gradients and debug_str of one bound case under ``backend``."""
-    with config.override(backend=backend):
-        grad = case.grad and op.gradient is not None
-        _, exe = bind(op, case, values, grad=grad)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        outs = run_forward(exe, case.train)
-        grads = {}
-        if grad:
-            rng = np.random.RandomState(1)
-            heads = [rng.uniform(-1, 1, size=o.shape).astype(o.dtype) for o in outs]
-            exe.backward([NDArray(torch.from_numpy(h)) for h in heads])
-            grads = {n: g.asnumpy().copy() for n, g in exe.grad_dict.items() if g is not None}
-    fallbacks = [str(w.message) for w in caught if "using the torch reference" in str(w.message)]
-    assert not fallbacks, fallbacks  # a failing kernel must not pass as its fallback
-    return outs, grads, exe.debug_str()
-
-
 @pytest.mark.parametrize("name,index", CASES)
 def test_triton_backend_matches_torch(name, index):
     op = get_op(name)
     case = op.cases[index]
-    values = draw_inputs(case, np.float32)
-    want_outs, want_grads, _ = _run(op, case, values, "torch")
-    got_outs, got_grads, text = _run(op, case, values, "triton")
-    assert f"triton:{op.kernel.__name__}" in text, text
-    for i, (g, w) in enumerate(zip(got_outs, want_outs)):
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{name} output {i}")
-    assert sorted(got_grads) == sorted(want_grads)
-    for n in want_grads:
-        np.testing.assert_allclose(got_grads[n], want_grads[n], rtol=1e-5, atol=1e-6,
-                                   err_msg=f"{name} d/d{n}")
+    exe = assert_backends_agree(op, case, draw_inputs(case, np.float32), 1e-5, 1e-6)
+    assert f"triton:{op.kernel.__name__}" in exe.debug_str()
 
 
 @pytest.mark.parametrize("index", range(len(get_op("Dropout").cases)))

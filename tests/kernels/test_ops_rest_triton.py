@@ -6,8 +6,6 @@ is checked for reproducibility and mask properties instead of equality.
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 import torch
@@ -15,7 +13,7 @@ import torch
 from symgraph import config
 from symgraph.ndarray import NDArray
 from symgraph.ops.base import canonical_ops, get_op
-from tests.op_harness import bind, draw_inputs, run_forward
+from tests.op_harness import assert_backends_agree, bind, draw_inputs, run_forward
 
 HOOKED = [
     "gather_nd", "_backward_gather_nd", "slice_like", "_backward_slice_like",
@@ -34,41 +32,14 @@ CASES = [pytest.param(name, i, id=f"{name}-{i}")
          if _deterministic(name, case)]
 
 
-def _run(op, case, values, backend: str):
-    """Outputs, input gradients and the plan's implementation labels under ``backend``."""
-    with config.override(backend=backend):
-        grad = case.grad and op.gradient is not None
-        _, exe = bind(op, case, values, grad=grad)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        outs = run_forward(exe, case.train)
-        grads = {}
-        if grad:
-            rng = np.random.RandomState(1)
-            heads = [rng.uniform(-1, 1, size=o.shape).astype(o.dtype) for o in outs]
-            exe.backward([NDArray(torch.from_numpy(h)) for h in heads])
-            grads = {n: g.asnumpy().copy() for n, g in exe.grad_dict.items() if g is not None}
-    fallbacks = [str(w.message) for w in caught if "using the torch reference" in str(w.message)]
-    assert not fallbacks, fallbacks  # a failing kernel must not pass as its fallback
-    return outs, grads, exe
-
-
 @pytest.mark.parametrize("name,index", CASES)
 def test_triton_backend_matches_torch(name, index):
     op = get_op(name)
     case = op.cases[index]
-    values = draw_inputs(case, np.float32)
-    want_outs, want_grads, _ = _run(op, case, values, "torch")
-    got_outs, got_grads, exe = _run(op, case, values, "triton")
+    exe = assert_backends_agree(op, case, draw_inputs(case, np.float32), 1e-5, 1e-5)
     labels = exe._plan.impl
     assert not [v for v in labels.values() if v.startswith("torch:")], labels
     assert f"triton:{op.kernel.__name__}" in labels.values(), labels
-    for i, (g, w) in enumerate(zip(got_outs, want_outs)):
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{name} output {i}")
-    assert sorted(got_grads) == sorted(want_grads)
-    for n in want_grads:
-        np.testing.assert_allclose(got_grads[n], want_grads[n], rtol=1e-5, atol=1e-5,
-                                   err_msg=f"{name} d/d{n}")
 
 
 RRELU = [pytest.param(i, id=f"rrelu-{i}") for i, c in enumerate(get_op("LeakyReLU").cases)
