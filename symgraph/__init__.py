@@ -26,8 +26,20 @@ __all__ = ["AttrScope", "Context", "Executor", "MXNetError", "attribute", "base"
            "num_gpus", "random", "sym", "symbol"]
 
 
+# MXNet's submodule names -> symgraph modules, imported on first use (no work at import)
+_LAZY = {
+    "test_utils": "test_utils", "init": "initializer", "initializer": "initializer",
+    "optimizer": "optimizer", "lr_scheduler": "lr_scheduler", "metric": "metric",
+    "io": "io", "callback": "callback", "monitor": "monitor", "kv": "kvstore",
+    "kvstore": "kvstore", "executor_manager": "executor_manager", "model": "model",
+    "mod": "module", "module": "module",
+}
+
+
 def __getattr__(attr: str):
-    if attr == "test_utils":  # imported on first use: it pulls in numpy testing helpers
+    if attr in _LAZY:
         import importlib
-        return importlib.import_module(".test_utils", __name__)
+        module = importlib.import_module(f".{_LAZY[attr]}", __name__)
+        globals()[attr] = module
+        return module
     raise AttributeError(f"module 'symgraph' has no attribute {attr!r}")
