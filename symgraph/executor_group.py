@@ -1,0 +1,283 @@
+"""The one data-parallel executor group behind ``Module``, ``model`` and ``executor_manager``.
+
+A batch is split along its batch axis over several contexts (by ``work_load_list``); each
+context gets an executor bound to its slice, parameters are separate arrays per context,
+and callers (KVStore or a local updater) aggregate gradients and broadcast weights. MXNet
+had two drifting copies of this class; here ``executor_manager.DataParallelExecutorGroup``
+and ``Module``'s ``_exec_group`` are the same :class:`DataParallelExecutorGroup`.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from .base import MXNetError
+from .context import Context, cpu
+from .ndarray import NDArray
+from .ndarray import concat as nd_concat
+
+
+def _split_input_slice(batch_size: int, work_load_list: Sequence[float]) -> list[slice]:
+    """Split ``batch_size`` samples over devices in proportion to ``work_load_list``.
+
+    >>> _split_input_slice(10, [1, 1, 2])
+    [slice(0, 2, None), slice(2, 4, None), slice(4, 10, None)]
+    """
+    total = float(sum(work_load_list))
+    sizes = [int(round(w * batch_size / total)) for w in work_load_list]
+    sizes[-1] = batch_size - sum(sizes[:-1])
+    slices, start = [], 0
+    for size in sizes:
+        end = min(start + size, batch_size)
+        if start >= end:
+            raise ValueError("Too many slices such that some splits are empty")
+        slices.append(slice(start, end))
+        start = end
+    return slices
+
+
+def _batch_axis(desc) -> int:
+    layout = getattr(desc, "layout", None)
+    return layout.find("N") if layout and "N" in layout else 0
+
+
+def _as_pairs(descs) -> list[tuple]:
+    """(name, shape, batch axis, dtype) from DataDesc objects or (name, shape) pairs."""
+    out = []
+    for d in descs or []:
+        name, shape = (d.name, d.shape) if hasattr(d, "name") else (d[0], d[1])
+        out.append((name, tuple(shape), _batch_axis(d), getattr(d, "dtype", np.float32)))
+    return out
+
+
+def _slice_shape(shape: tuple, axis: int, length: int) -> tuple:
+    return shape[:axis] + (length,) + shape[axis + 1:]
+
+
+def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slices) -> None:
+    """Copy each source array's slices into the per-device targets."""
+    for src, dsts, axis in zip(arrays, targets, axes):
+        if isinstance(dsts, NDArray):  # one device: the whole array
+            dsts[:] = src
+            continue
+        src_t = src._t if isinstance(src, NDArray) else np.asarray(src)
+        for sl, dst in zip(slices, dsts):
+            piece = src_t.narrow(axis, sl.start, sl.stop - sl.start) if hasattr(src_t, "narrow") \
+                else np.take(src_t, range(sl.start, sl.stop), axis=axis)
+            dst[:] = NDArray(piece) if hasattr(piece, "narrow") else piece
+
+
+def _merge_multi_context(outputs: list[list[NDArray]], axes: Sequence[int]) -> list[NDArray]:
+    """Concatenate per-device outputs along their batch axes (on the first device)."""
+    merged = []
+    for parts, axis in zip(outputs, axes):
+        if len(parts) == 1:
+            merged.append(parts[0])
+        else:
+            first = parts[0].context
+            merged.append(nd_concat(*[p.as_in_context(first) for p in parts], dim=axis))
+    return merged
+
+
+def _grad_req(arg_names, param_names, data_names, fixed, for_training, inputs_need_grad,
+              grad_req) -> dict[str, str]:
+    """MXNet's module rules: params get ``grad_req`` unless fixed, inputs only on request."""
+    if not for_training:
+        return dict.fromkeys(arg_names, "null")
+    if isinstance(grad_req, dict):
+        return {k: grad_req.get(k, "null") for k in arg_names}
+    reqs = {}
+    for k in arg_names:
+        if k in param_names:
+            reqs[k] = "null" if k in fixed else grad_req
+        elif k in data_names:
+            reqs[k] = grad_req if inputs_need_grad else "null"
+        else:
+            reqs[k] = "null"
+    return reqs
+
+
+class DataParallelExecutorGroup:
+    """Executors on several contexts sharing one symbol, each bound to a slice of the batch.
+
+    Parameters follow MXNet's ``module.executor_group.DataParallelExecutorGroup``:
+    ``symbol, contexts, workload, data_shapes, label_shapes, param_names, for_training,
+    inputs_need_grad, shared_group=None, logger=logging, fixed_param_names=None,
+    grad_req='write', state_names=None``.
+
+    >>> import symgraph as mx
+    >>> net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2, name='fc')
+    >>> group = DataParallelExecutorGroup(net, [mx.cpu(0), mx.cpu(1)], [1, 1],
+    ...                                   [('data', (4, 3))], [], ['fc_weight', 'fc_bias'],
+    ...                                   for_training=True, inputs_need_grad=False)
+    >>> [e.arg_dict['data'].shape for e in group.execs], group.slices
+    ([(2, 3), (2, 3)], [slice(0, 2, None), slice(2, 4, None)])
+    """
+
+    def __init__(self, symbol, contexts, workload, data_shapes, label_shapes, param_names,
+                 for_training, inputs_need_grad, shared_group=None, logger=logging,
+                 fixed_param_names=None, grad_req="write", state_names=None, group2ctxs=None):
+        self.symbol = symbol
+        self.contexts = list(contexts)
+        self.workload = list(workload or [1] * len(self.contexts))
+        self.param_names = list(param_names)
+        self.arg_names = symbol.list_arguments()
+        self.aux_names = symbol.list_auxiliary_states()
+        self.for_training = for_training
+        self.inputs_need_grad = inputs_need_grad
+        self.logger = logger
+        self.fixed_param_names = set(fixed_param_names or ())
+        self.state_names = list(state_names or ())
+        self._grad_req_arg = grad_req
+        self.execs: list = []
+        self.shared_group = shared_group
+        self.bind_exec(data_shapes, label_shapes, shared_group)
+
+    # ------------------------------------------------------------ binding
+    def decide_slices(self, data_shapes) -> list[slice]:
+        """Batch slices per context; every input must have one batch size."""
+        sizes = {shape[axis] for _, shape, axis, _ in data_shapes}
+        if len(sizes) != 1:
+            raise MXNetError(f"all data must have the same batch size: got {sorted(sizes)}")
+        self.batch_size = sizes.pop()
+        self.slices = _split_input_slice(self.batch_size, self.workload)
+        return self.slices
+
+    def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False) -> None:
+        """Bind (or rebind, sharing parameters) one executor per context."""
+        self.data_shapes = _as_pairs(data_shapes)
+        self.label_shapes = _as_pairs(label_shapes)
+        self.data_names = [d[0] for d in self.data_shapes]
+        self.label_names = [d[0] for d in self.label_shapes]
+        self.decide_slices(self.data_shapes)
+        reqs = _grad_req(self.arg_names, self.param_names, self.data_names,
+                         self.fixed_param_names, self.for_training, self.inputs_need_grad,
+                         self._grad_req_arg)
+        old = self.execs
+        execs = []
+        for i, ctx in enumerate(self.contexts):
+            shared = shared_group.execs[i] if shared_group is not None else \
+                (old[i] if old and reshape else None)
+            execs.append(self._bind_one(ctx, self.slices[i], reqs, shared))
+        self.execs = execs
+        self._collect_arrays()
+
+    def _bind_one(self, ctx: Context, sl: slice, reqs, shared):
+        length = sl.stop - sl.start
+        shapes, types = {}, {}
+        for name, shape, axis, dtype in self.data_shapes + self.label_shapes:
+            shapes[name] = _slice_shape(shape, axis, length)
+            types[name] = dtype
+        return self.symbol.simple_bind(ctx, grad_req=reqs, type_dict=types,
+                                       shared_arg_names=self.param_names, shared_exec=shared,
+                                       **shapes)
+
+    def _collect_arrays(self) -> None:
+        ex = self.execs
+        self.data_arrays = [[e.arg_dict[n] for e in ex] for n in self.data_names]
+        self.label_arrays = [[e.arg_dict[n] for e in ex] for n in self.label_names]
+        self.param_arrays = [[e.arg_dict[n] for e in ex] for n in self.arg_names
+                             if n in self.param_names]
+        self.grad_arrays = [[e.grad_dict[n] for e in ex] for n in self.arg_names
+                            if n in self.param_names] if self.for_training else None
+        self.aux_arrays = [[e.aux_dict[n] for e in ex] for n in self.aux_names]
+        self.input_grad_arrays = [[e.grad_dict[n] for e in ex] for n in self.data_names] \
+            if self.inputs_need_grad else None
+
+    def reshape(self, data_shapes, label_shapes) -> None:
+        """Rebind for new input shapes, keeping (sharing) the parameter arrays."""
+        if _as_pairs(data_shapes) == self.data_shapes and \
+                _as_pairs(label_shapes) == self.label_shapes:
+            return
+        self.bind_exec(data_shapes, label_shapes, reshape=True)
+
+    # ------------------------------------------------------------ parameters
+    def set_params(self, arg_params, aux_params, allow_extra: bool = False) -> None:
+        """Copy parameters into every executor."""
+        for exe in self.execs:
+            exe.copy_params_from(arg_params, aux_params, allow_extra_params=allow_extra)
+
+    def get_params(self, arg_params, aux_params) -> None:
+        """Average parameters over the contexts into ``arg_params``/``aux_params`` (in place)."""
+        names = [n for n in self.arg_names if n in self.param_names]
+        for targets, names_, blocks in ((arg_params, names, self.param_arrays),
+                                        (aux_params, self.aux_names, self.aux_arrays)):
+            for name, block in zip(names_, blocks):
+                total = block[0].copyto(cpu())
+                for w in block[1:]:
+                    total += w.copyto(cpu())
+                value = total / len(block) if len(block) > 1 else total
+                if name in targets:
+                    targets[name][:] = value.astype(targets[name].dtype)
+                else:
+                    targets[name] = value
+
+    # ------------------------------------------------------------ running
+    def _load(self, data_batch) -> None:
+        axes = [d[2] for d in self.data_shapes]
+        _load_general(data_batch.data, self.data_arrays, axes, self.slices)
+        if self.label_arrays and getattr(data_batch, "label", None):
+            _load_general(data_batch.label, self.label_arrays,
+                          [d[2] for d in self.label_shapes], self.slices)
+
+    def forward(self, data_batch=None, is_train: bool | None = None) -> None:
+        """Load ``data_batch`` (if given) into every executor's slice and run forward."""
+        if data_batch is not None:
+            self._load(data_batch)
+        train = self.for_training if is_train is None else is_train
+        for exe in self.execs:
+            exe.forward(is_train=train)
+
+    def backward(self, out_grads=None) -> None:
+        """Backward on every executor; ``out_grads`` (for non-loss heads) are sliced."""
+        if not self.for_training:
+            raise MXNetError("re-bind with for_training=True to run backward")
+        for exe, sl in zip(self.execs, self.slices):
+            grads = None
+            if out_grads is not None:
+                grads = [g._t.narrow(0, sl.start, sl.stop - sl.start) for g in
+                         (out_grads if isinstance(out_grads, (list, tuple)) else [out_grads])]
+                grads = [NDArray(g.to(exe.outputs[0]._t.device)) for g in grads]
+            exe.backward(out_grads=grads)
+
+    def get_output_shapes(self) -> list[tuple]:
+        """(name, shape) of each output for the whole batch."""
+        outs = self.execs[0].outputs
+        return [(name, (self.batch_size,) + tuple(o.shape[1:]))
+                for name, o in zip(self.symbol.list_outputs(), outs)]
+
+    def get_outputs(self, merge_multi_context: bool = True, begin: int = 0, end=None):
+        """Outputs per head: merged over contexts, or a list per context."""
+        end = len(self.execs[0].outputs) if end is None else end
+        outputs = [[exe.outputs[i] for exe in self.execs] for i in range(begin, end)]
+        return _merge_multi_context(outputs, [0] * len(outputs)) if merge_multi_context \
+            else outputs
+
+    def get_input_grads(self, merge_multi_context: bool = True):
+        """Gradients of the data inputs (bind with inputs_need_grad=True)."""
+        if not self.inputs_need_grad:
+            raise MXNetError("bind with inputs_need_grad=True to get input gradients")
+        grads = self.input_grad_arrays
+        return _merge_multi_context(grads, [d[2] for d in self.data_shapes]) \
+            if merge_multi_context else grads
+
+    def update_metric(self, eval_metric, labels, pre_sliced: bool = False) -> None:
+        """Update ``eval_metric`` with each context's outputs and its slice of ``labels``."""
+        for i, (exe, sl) in enumerate(zip(self.execs, self.slices)):
+            if pre_sliced:
+                labels_slice = labels[i]
+            else:
+                labels_slice = [lab[sl.start:sl.stop] if isinstance(lab, NDArray)
+                                else np.asarray(lab)[sl] for lab in labels]
+            if hasattr(eval_metric, "update_dict") and self.label_names:
+                eval_metric.update_dict(dict(zip(self.label_names, labels_slice)),
+                                        dict(zip(self.symbol.list_outputs(), exe.outputs)))
+            else:
+                eval_metric.update(labels_slice, exe.outputs)
+
+    def install_monitor(self, mon) -> None:
+        """Let ``mon`` watch every executor."""
+        for exe in self.execs:
+            mon.install(exe)
