@@ -1,0 +1,358 @@
+"""The built-in single-machine ``KVStore`` ('local', 'device' and MXNet's aliases).
+
+Internal interface (what a later ``dist_sync`` store overrides; callers never see it):
+
+- ``_reduce(key, tensors) -> tensor``: sum the device copies of one pushed key (after 2-bit
+  compression when set) onto the merge device;
+- ``_apply(key, merged)``: run the updater on the stored weight, or store ``merged``;
+- ``_broadcast(key, outs)``: copy the stored value into every output array.
+
+``push`` is ``_reduce`` then ``_apply``; ``pull`` is ``_broadcast``. A distributed store
+all-reduces ``merged`` across workers in ``_reduce`` and reports its own ``rank``,
+``num_workers`` and ``barrier``.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import torch
+
+from ..base import MXNetError, ShapeError
+from ..ndarray import NDArray
+from .base import KVStoreBase
+from .compression import TwoBitCompression
+
+__all__ = ["KVStore"]
+
+
+def _pairs(keys, values, what: str = "value") -> list[tuple]:
+    """``(key, [arrays])`` pairs from MXNet's key/value argument forms."""
+    if isinstance(keys, (list, tuple)):
+        if not isinstance(values, (list, tuple)) or len(keys) != len(values):
+            raise MXNetError(f"{len(keys)} keys need a list of {len(keys)} {what}s")
+        pairs = [p for k, v in zip(keys, values) for p in _pairs(k, v, what)]
+        if len({isinstance(k, str) for k, _ in pairs}) > 1:
+            raise MXNetError("inconsistent types of keys detected.")
+        return pairs
+    if not isinstance(keys, (int, str)) or isinstance(keys, bool):
+        raise MXNetError(f"unexpected type for keys: {type(keys)}")
+    arrays = [values] if isinstance(values, NDArray) else list(values)
+    for arr in arrays:
+        if not isinstance(arr, NDArray):
+            raise MXNetError(f"{what} for key {keys} must be NDArrays, got {type(arr).__name__}")
+    return [(keys, arrays)]
+
+
+def _sum(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """Sum in MXNet's CPU reduction order: ``t0 + (t1 + t2 + t3) + (t4 + ...)``."""
+    out = tensors[0].to(device, copy=True)
+    for start in range(1, len(tensors), 4):
+        chunk = [t.to(device) for t in tensors[start:start + 4]]
+        part = chunk[0]
+        for t in chunk[1:]:
+            part = part + t
+        out += part
+    return out
+
+
+class KVStore(KVStoreBase):
+    """A key-value store synchronising values over the devices of one machine.
+
+    Build it with ``mx.kv.create(name)``. Keys are ints or strings (not both in one store).
+    ``push`` sums the pushed copies; with an optimizer set (``set_optimizer``) the sum is the
+    gradient applied to the stored weight, otherwise it replaces the stored value. ``pull``
+    copies the stored value into each output, on the output's own context.
+
+    Parameters
+    ----------
+    name : str, default 'local'
+        The store type (lowercased); names containing ``'device'`` keep the store's copy on
+        the first device instead of the CPU and allow gradient compression.
+
+    Examples
+    --------
+    >>> import symgraph as mx
+    >>> kv = mx.kv.create('local')
+    >>> kv.init(3, mx.nd.ones((2, 3)))
+    >>> kv.push(3, [mx.nd.ones((2, 3)) * 2, mx.nd.ones((2, 3)) * 3])
+    >>> out = [mx.nd.zeros((2, 3)), mx.nd.zeros((2, 3))]
+    >>> kv.pull(3, out=out)
+    >>> out[1].asnumpy()
+    array([[5., 5., 5.],
+           [5., 5., 5.]], dtype=float32)
+    >>> kv.init(3, mx.nd.ones((2, 3)))
+    Traceback (most recent call last):
+    ...
+    symgraph.base.MXNetError: duplicate init of key 3. Please double check if you called \
+kv.init or kv.broadcast with this key multiple times
+    """
+
+    def __init__(self, name: str = "local"):
+        self._type = name.lower()
+        self._store: dict = {}
+        self._key_is_str: bool | None = None
+        self._updater = None
+        self._compression: TwoBitCompression | None = None
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def type(self) -> str:
+        """The store type, e.g. ``'local'`` or ``'device'``."""
+        return self._type
+
+    @property
+    def rank(self) -> int:
+        """This worker's rank: always 0 on one machine."""
+        return 0
+
+    @property
+    def num_workers(self) -> int:
+        """Number of workers: always 1 on one machine."""
+        return 1
+
+    def is_capable(self, capability: str) -> bool:
+        """Whether the store supports ``capability``; only ``'optimizer'`` is known.
+
+        >>> import symgraph as mx
+        >>> mx.kv.create().is_capable(mx.kv.KVStoreBase.OPTIMIZER)
+        True
+        >>> mx.kv.create().is_capable('sparse')
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown capability: sparse
+        """
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return True
+        raise ValueError(f"Unknown capability: {capability}")
+
+    # ------------------------------------------------------------------ keys
+    def _check_key_type(self, key) -> None:
+        is_str = isinstance(key, str)
+        if self._key_is_str is None:
+            self._key_is_str = is_str
+        elif self._key_is_str != is_str:
+            raise MXNetError("Mixed key types are not allowed: this store uses "
+                             f"{'str' if self._key_is_str else 'int'} keys, got {key!r}")
+
+    def _stored(self, key) -> torch.Tensor:
+        self._check_key_type(key)
+        if key not in self._store:
+            if isinstance(key, str):
+                raise MXNetError(f"key {key} doesn't exist. Did you init?")
+            raise MXNetError(f"key {key} has not been inited")
+        return self._store[key]
+
+    def _home(self, tensor: torch.Tensor) -> torch.device:
+        """Where the store keeps a key: the CPU ('local'), or the value's device ('device')."""
+        return tensor.device if "device" in self._type else torch.device("cpu")
+
+    # ------------------------------------------------------------------ public API
+    def init(self, key, value) -> None:
+        """Initialise one key or a list of keys; each key exactly once.
+
+        Parameters
+        ----------
+        key : int, str, or list of int or str
+            The keys.
+        value : NDArray or list of NDArray
+            The initial values (one per key).
+
+        >>> import symgraph as mx
+        >>> kv = mx.kv.create()
+        >>> kv.init(['w', 'b'], [mx.nd.ones((2,)), mx.nd.zeros((1,))])
+        >>> kv.init(5, mx.nd.ones((2,)))
+        Traceback (most recent call last):
+        ...
+        symgraph.base.MXNetError: Mixed key types are not allowed: this store uses str keys, got 5
+        """
+        for k, arrays in _pairs(key, value):
+            for arr in arrays:
+                self._check_key_type(k)
+                if k in self._store:
+                    raise MXNetError(f"duplicate init of key {k}. Please double check if you "
+                                     "called kv.init or kv.broadcast with this key multiple times")
+                self._store[k] = arr._t.to(self._home(arr._t), copy=True)
+
+    def push(self, key, value, priority: int = 0) -> None:
+        """Push values: copies of one key (a list, e.g. one per device) are summed.
+
+        Parameters
+        ----------
+        key : int, str, or list of int or str
+            The keys.
+        value : NDArray, list of NDArray, or list of list of NDArray
+            The values, one NDArray or a list of device copies per key.
+        priority : int, optional
+            Kept for MXNet compatibility; operations run in call order.
+
+        >>> import symgraph as mx
+        >>> kv = mx.kv.create()
+        >>> kv.push(9, mx.nd.ones((2,)))
+        Traceback (most recent call last):
+        ...
+        symgraph.base.MXNetError: key 9 has not been inited
+        """
+        for k, arrays in _pairs(key, value):
+            self._stored(k)
+            self._apply(k, self._reduce(k, [a._t for a in arrays]))
+
+    def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
+        """Copy the stored values into ``out`` (one NDArray or a list per key).
+
+        >>> import symgraph as mx
+        >>> kv = mx.kv.create()
+        >>> kv.pull('w', out=mx.nd.zeros((2,)))
+        Traceback (most recent call last):
+        ...
+        symgraph.base.MXNetError: key w doesn't exist. Did you init?
+        """
+        if out is None:
+            raise MXNetError("pull needs `out`: the NDArray(s) to copy the stored value into")
+        for k, arrays in _pairs(key, out, "output"):
+            self._stored(k)
+            self._broadcast(k, arrays)
+
+    def pushpull(self, key, value, out=None, priority: int = 0) -> None:
+        """``push(key, value)`` then ``pull(key, out)``; ``out=None`` pulls into ``value``.
+
+        >>> import symgraph as mx
+        >>> kv = mx.kv.create()
+        >>> kv.init(0, mx.nd.zeros((2,)))
+        >>> grads = [mx.nd.ones((2,)), mx.nd.ones((2,)) * 2]
+        >>> kv.pushpull(0, grads)
+        >>> grads[0].asnumpy()
+        array([3., 3.], dtype=float32)
+        """
+        self.push(key, value, priority)
+        self.pull(key, value if out is None else out, priority)
+
+    def broadcast(self, key, value, out, priority: int = 0) -> None:
+        """``init(key, value)`` then ``pull(key, out)`` (so each key is broadcast once).
+
+        >>> import symgraph as mx
+        >>> kv = mx.kv.create()
+        >>> outs = [mx.nd.zeros((2,)), mx.nd.zeros((2,))]
+        >>> kv.broadcast('w', mx.nd.ones((2,)) * 7, out=outs)
+        >>> outs[1].asnumpy()
+        array([7., 7.], dtype=float32)
+        """
+        self.init(key, value)
+        self.pull(key, out, priority)
+
+    def row_sparse_pull(self, key, out=None, priority: int = 0, row_ids=None) -> None:
+        """Not available: symgraph has no row_sparse storage (use ``pull``)."""
+        raise MXNetError("row_sparse_pull: expected row_sparse storage type for "
+                         "row_sparse_pull values, but symgraph arrays are always 'default' "
+                         "(dense); use pull instead")
+
+    def set_gradient_compression(self, compression_params: dict) -> None:
+        """Compress pushed gradients: ``{'type': '2bit', 'threshold': t}`` (default 0.5).
+
+        Each pushed copy is quantised to ``+t``, ``-t`` or 0 and what was not sent is kept as
+        a residual per key and device, added to that copy at the next push. Only stores
+        whose type contains ``'device'`` accept it, as in MXNet.
+
+        >>> import symgraph as mx
+        >>> kv = mx.kv.create('device')
+        >>> kv.set_gradient_compression({'type': '2bit', 'threshold': 0.5})
+        >>> kv.init(0, mx.nd.zeros((3,)))
+        >>> for _ in range(2):
+        ...     kv.push(0, mx.nd.array([0.3, -0.6, 0.1]))
+        ...     print(kv._store[0].tolist())
+        [0.0, -0.5, 0.0]
+        [0.5, -0.5, 0.0]
+        >>> mx.kv.create('local').set_gradient_compression({'type': '2bit'})
+        Traceback (most recent call last):
+        ...
+        symgraph.base.MXNetError: Gradient compression is not supported for this type of kvstore
+        """
+        if "device" not in self._type and "dist" not in self._type:
+            raise MXNetError("Gradient compression is not supported for this type of kvstore")
+        self._compression = TwoBitCompression.from_params(compression_params)
+
+    # ------------------------------------------------------------------ optimizer
+    def set_optimizer(self, optimizer) -> None:
+        """Update on the store: pushed gradients go through ``get_updater(optimizer)``.
+
+        >>> import symgraph as mx
+        >>> kv = mx.kv.create()
+        >>> kv.set_optimizer(mx.optimizer.create('sgd', learning_rate=0.1))  # doctest: +SKIP
+        """
+        from ..optimizer import get_updater
+        self._set_updater(get_updater(optimizer))
+
+    def _set_updater(self, updater) -> None:
+        """Set ``updater(key, merged_grad, stored_weight)``, called by every push.
+
+        >>> import symgraph as mx
+        >>> kv = mx.kv.create()
+        >>> kv.init(3, mx.nd.ones((2,)))
+        >>> def update(key, grad, weight):
+        ...     weight[:] += grad * 2
+        >>> kv._set_updater(update)
+        >>> kv.push(3, mx.nd.ones((2,)))
+        >>> out = mx.nd.zeros((2,)); kv.pull(3, out=out); out.asnumpy()
+        array([3., 3.], dtype=float32)
+        """
+        self._updater = updater
+
+    set_updater = _set_updater
+
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Write the updater's states (its own byte format) to ``fname`` atomically."""
+        data = self._need_updater("save").get_states(dump_optimizer)
+        folder = os.path.dirname(os.path.abspath(fname))
+        fd, tmp = tempfile.mkstemp(prefix=".kvstates-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fout:
+                fout.write(data)
+            os.replace(tmp, fname)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Read states written by :meth:`save_optimizer_states` into the updater."""
+        updater = self._need_updater("load")
+        with open(fname, "rb") as fin:
+            updater.set_states(fin.read())
+
+    def _need_updater(self, verb: str):
+        if self._updater is None:
+            raise MXNetError(f"Cannot {verb} optimizer states: this kvstore has no optimizer "
+                             "(call set_optimizer first)")
+        return self._updater
+
+    def barrier(self) -> None:
+        """Synchronise workers: a no-op on one machine."""
+
+    _barrier = barrier
+
+    # ------------------------------------------------------------------ internal interface
+    def _reduce(self, key, tensors: list[torch.Tensor]) -> torch.Tensor:
+        """Sum the pushed copies of ``key`` onto the merge device (a new tensor)."""
+        device = self._home(tensors[0])
+        if self._compression is not None:
+            tensors = [self._compression.quantize(key, i, t) for i, t in enumerate(tensors)]
+        return _sum(tensors, device)
+
+    def _apply(self, key, merged: torch.Tensor) -> None:
+        """Update the stored weight with ``merged`` (updater) or store ``merged``."""
+        if self._updater is None:
+            self._store[key] = merged
+            return
+        weight = self._store[key]
+        if merged.device != weight.device and merged.device.type != "cpu":
+            weight = self._store[key] = weight.to(merged.device)  # MXNet moves it to the GPU
+        self._updater(key, NDArray(merged), NDArray(weight))
+
+    def _broadcast(self, key, outs: list[NDArray]) -> None:
+        """Copy the stored value of ``key`` into each output on its own device."""
+        value = self._store[key]
+        for out in outs:
+            if out.shape != tuple(value.shape):
+                raise ShapeError(f"pull of key {key}: operands shape mismatch "
+                                 f"from.shape = {list(value.shape)} to.shape={list(out.shape)}")
+            out._t.copy_(value)
