@@ -1,0 +1,12 @@
+"""Data iterators (MXNet 1.9.1's ``mx.io``): batches of NDArrays for training loops.
+
+>>> import numpy as np
+>>> import symgraph as mx
+>>> it = mx.io.NDArrayIter(np.arange(10).reshape(5, 2), np.arange(5), batch_size=2)
+>>> [batch.pad for batch in it]
+[0, 0, 1]
+"""
+from .io import DataBatch, DataDesc, DataIter, NDArrayIter, ResizeIter
+from .prefetch import PrefetchingIter
+
+__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "PrefetchingIter", "ResizeIter"]
