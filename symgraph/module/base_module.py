@@ -1,0 +1,203 @@
+"""``BaseModule``: the generic fit/score/predict loops every module shares (MXNet 1.x)."""
+from __future__ import annotations
+
+import logging
+import time
+
+from ..model import BatchEndParam
+from ..ndarray import concat as nd_concat
+
+
+def _as_list(obj) -> list:
+    return obj if isinstance(obj, list) else [obj]
+
+
+def _metric(eval_metric):
+    from .. import metric
+    return eval_metric if isinstance(eval_metric, metric.EvalMetric) else \
+        metric.create(eval_metric)
+
+
+class BaseModule:
+    """The interface of a module: bind, init params/optimizer, forward/backward/update, fit.
+
+    Subclasses implement the abstract methods; ``fit``, ``score``, ``predict`` and
+    ``iter_predict`` are written once here, in terms of them.
+    """
+
+    def __init__(self, logger=logging):
+        self.logger = logger
+        self.binded = False
+        self.for_training = False
+        self.inputs_need_grad = False
+        self.params_initialized = False
+        self.optimizer_initialized = False
+        self._symbol = None
+        self._total_exec_bytes = 0
+
+    # ------------------------------------------------------------ high level
+    def forward_backward(self, data_batch) -> None:
+        """Forward in training mode, then backward."""
+        self.forward(data_batch, is_train=True)
+        self.backward()
+
+    def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None,
+              score_end_callback=None, reset=True, epoch=0, sparse_row_id_fn=None):
+        """Run ``eval_data`` through the module and return ``eval_metric``'s name/values."""
+        assert self.binded and self.params_initialized
+        if reset:
+            eval_data.reset()
+        eval_metric = _metric(eval_metric)
+        eval_metric.reset()
+        actual = 0
+        for nbatch, eval_batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+            self.forward(eval_batch, is_train=False)
+            self.update_metric(eval_metric, eval_batch.label)
+            if batch_end_callback is not None:
+                for cb in _as_list(batch_end_callback):
+                    cb(BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
+                                     locals=locals()))
+            actual = nbatch
+        if score_end_callback:
+            for cb in _as_list(score_end_callback):
+                cb(BatchEndParam(epoch=epoch, nbatch=actual, eval_metric=eval_metric,
+                                 locals=locals()))
+        return eval_metric.get_name_value()
+
+    def iter_predict(self, eval_data, num_batch=None, reset=True, sparse_row_id_fn=None):
+        """Yield ``(outputs, nbatch, batch)`` with padding removed."""
+        assert self.binded and self.params_initialized
+        if reset:
+            eval_data.reset()
+        for nbatch, eval_batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+            self.forward(eval_batch, is_train=False)
+            pad = eval_batch.pad or 0
+            outputs = [out[0:out.shape[0] - pad] for out in self.get_outputs()]
+            yield outputs, nbatch, eval_batch
+
+    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True,
+                always_output_list=False, sparse_row_id_fn=None):
+        """Outputs over ``eval_data`` (merged over batches by default)."""
+        from ..io import NDArrayIter
+        from ..ndarray import NDArray
+        if isinstance(eval_data, NDArray):
+            eval_data = NDArrayIter(eval_data, batch_size=eval_data.shape[0])
+        outputs = [[o.copy() for o in outs] for outs, _, _ in
+                   self.iter_predict(eval_data, num_batch, reset, sparse_row_id_fn)]
+        if not outputs or not merge_batches:
+            return outputs
+        merged = [nd_concat(*[b[i] for b in outputs], dim=0) for i in range(len(outputs[0]))]
+        if len(merged) == 1 and not always_output_list:
+            return merged[0]
+        return merged
+
+    def fit(self, train_data, eval_data=None, eval_metric="acc", epoch_end_callback=None,
+            batch_end_callback=None, kvstore="local", optimizer="sgd",
+            optimizer_params=(("learning_rate", 0.01),), eval_end_callback=None,
+            eval_batch_end_callback=None, initializer=None, arg_params=None,
+            aux_params=None, allow_missing=False, force_rebind=False, force_init=False,
+            begin_epoch=0, num_epoch=None, validation_metric=None, monitor=None,
+            sparse_row_id_fn=None) -> None:
+        """Train: bind, init params and optimizer, then epochs of forward/backward/update."""
+        from ..initializer import Uniform
+        if num_epoch is None:
+            raise ValueError("please specify number of epochs")
+        self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
+                  for_training=True, force_rebind=force_rebind)
+        if monitor is not None:
+            self.install_monitor(monitor)
+        self.init_params(initializer=initializer if initializer is not None else Uniform(0.01),
+                         arg_params=arg_params, aux_params=aux_params,
+                         allow_missing=allow_missing, force_init=force_init)
+        self.init_optimizer(kvstore=kvstore, optimizer=optimizer,
+                            optimizer_params=optimizer_params)
+        validation_metric = validation_metric if validation_metric is not None else eval_metric
+        eval_metric = _metric(eval_metric)
+        for epoch in range(begin_epoch, num_epoch):
+            tic = time.time()
+            eval_metric.reset()
+            names_values = self._fit_epoch(train_data, eval_metric, epoch, batch_end_callback,
+                                           monitor, sparse_row_id_fn)
+            for name, val in names_values:
+                self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
+            self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
+            arg_params_, aux_params_ = self.get_params()
+            self.set_params(arg_params_, aux_params_)
+            for cb in _as_list(epoch_end_callback or []):
+                cb(epoch, self.symbol, arg_params_, aux_params_)
+            if eval_data:
+                res = self.score(eval_data, validation_metric,
+                                 score_end_callback=eval_end_callback,
+                                 batch_end_callback=eval_batch_end_callback, epoch=epoch)
+                for name, val in res:
+                    self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
+            train_data.reset()
+
+    def _fit_epoch(self, train_data, eval_metric, epoch, batch_end_callback, monitor,
+                   sparse_row_id_fn):
+        data_iter = iter(train_data)
+        next_batch = next(data_iter)
+        nbatch, end_of_batch, names_values = 0, False, []
+        while not end_of_batch:
+            data_batch = next_batch
+            if monitor is not None:
+                monitor.tic()
+            self.forward_backward(data_batch)
+            self.update()
+            self.update_metric(eval_metric, data_batch.label)
+            try:
+                next_batch = next(data_iter)
+                self.prepare(next_batch, sparse_row_id_fn=sparse_row_id_fn)
+            except StopIteration:
+                end_of_batch = True
+            if monitor is not None:
+                monitor.toc_print()
+            if end_of_batch:
+                names_values = eval_metric.get_global_name_value() \
+                    if hasattr(eval_metric, "get_global_name_value") else \
+                    eval_metric.get_name_value()
+            for cb in _as_list(batch_end_callback or []):
+                cb(BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
+                                 locals=locals()))
+            nbatch += 1
+        return names_values
+
+    # ------------------------------------------------------------ parameters (shared)
+    def save_params(self, fname: str) -> None:
+        """Save parameters as ``arg:``/``aux:`` entries of a ``.params`` file (atomic)."""
+        from ..ndarray import save
+        arg_params, aux_params = self.get_params()
+        save_dict = {f"arg:{k}": v.as_in_context(_cpu()) for k, v in arg_params.items()}
+        save_dict.update({f"aux:{k}": v.as_in_context(_cpu()) for k, v in aux_params.items()})
+        save(fname, save_dict)
+
+    def load_params(self, fname: str) -> None:
+        """Load parameters written by :meth:`save_params` (or MXNet)."""
+        from ..base import MXNetError
+        from ..ndarray import load
+        arg_params, aux_params = {}, {}
+        for key, value in load(fname).items():
+            kind, _, name = key.partition(":")
+            if kind not in ("arg", "aux"):
+                raise MXNetError(f"Invalid param file {fname}: key {key!r}")
+            (arg_params if kind == "arg" else aux_params)[name] = value
+        self.set_params(arg_params, aux_params)
+
+    def prepare(self, data_batch, sparse_row_id_fn=None) -> None:
+        """Prepare for a batch (nothing to do for dense data)."""
+
+    @property
+    def symbol(self):
+        """The module's symbol."""
+        return self._symbol
+
+
+def _cpu():
+    from ..context import cpu
+    return cpu()

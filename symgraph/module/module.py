@@ -1,0 +1,343 @@
+"""``Module``: a symbol bound on one or more contexts, with parameters and an optimizer.
+
+Internal handles that real scripts reach into keep MXNet's names: ``_exec_group`` (the
+shared :class:`~symgraph.executor_group.DataParallelExecutorGroup`, ``.execs``),
+``_arg_params``, ``_aux_params``, ``_optimizer``, ``_kvstore``, ``_updater``.
+"""
+from __future__ import annotations
+
+import logging
+import warnings
+
+from ..context import Context, cpu
+from ..executor_group import DataParallelExecutorGroup
+from ..model import (
+    _create_kvstore,
+    _initialize_kvstore,
+    _update_params,
+    _update_params_on_kvstore,
+    load_checkpoint,
+    save_checkpoint,
+)
+from ..ndarray import zeros
+from .base_module import BaseModule
+
+
+def _names(desc_list) -> list[str]:
+    return [d.name if hasattr(d, "name") else d[0] for d in desc_list or []]
+
+
+class Module(BaseModule):
+    """A trainable symbol (MXNet's ``mx.mod.Module``).
+
+    Parameters
+    ----------
+    symbol : Symbol
+    data_names, label_names : sequence of str
+    logger : logging.Logger
+    context : Context or list of Context
+    work_load_list : list of float, optional
+    fixed_param_names : list of str, optional
+        Parameters that are never updated (bound with grad_req 'null').
+    state_names : list of str, optional
+    group2ctxs, compression_params : optional
+        ``compression_params`` goes to the KVStore (``{'type': '2bit', 'threshold': t}``).
+    """
+
+    def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",),
+                 logger=logging, context=None, work_load_list=None, fixed_param_names=None,
+                 state_names=None, group2ctxs=None, compression_params=None):
+        super().__init__(logger=logger)
+        context = context if context is not None else cpu()
+        self._context = [context] if isinstance(context, Context) else list(context)
+        self._work_load_list = work_load_list or [1] * len(self._context)
+        self._symbol = symbol
+        self._data_names = list(data_names or [])
+        self._label_names = list(label_names or [])
+        self._state_names = list(state_names or [])
+        self._fixed_param_names = list(fixed_param_names or [])
+        arg_names = symbol.list_arguments()
+        inputs = set(self._data_names + self._label_names + self._state_names)
+        self._param_names = [n for n in arg_names if n not in inputs]
+        self._aux_names = symbol.list_auxiliary_states()
+        self._output_names = symbol.list_outputs()
+        self._compression_params = compression_params
+        self._arg_params = self._aux_params = None
+        self._params_dirty = False
+        self._optimizer = self._kvstore = self._updater = None
+        self._update_on_kvstore = None
+        self._preload_opt_states = None
+        self._exec_group = None
+        self._data_shapes = self._label_shapes = None
+
+    # ------------------------------------------------------------ checkpoints
+    @staticmethod
+    def load(prefix: str, epoch: int, load_optimizer_states: bool = False, **kwargs) -> Module:
+        """A Module from a checkpoint (parameters are set at bind/init_params)."""
+        sym, args, auxs = load_checkpoint(prefix, epoch)
+        mod = Module(symbol=sym, **kwargs)
+        mod._arg_params, mod._aux_params = args, auxs
+        mod.params_initialized = True
+        if load_optimizer_states:
+            mod._preload_opt_states = f"{prefix}-{epoch:04d}.states"
+        return mod
+
+    def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False,
+                        remove_amp_cast: bool = True) -> None:
+        """Save symbol, parameters (and optimizer states) in MXNet's file layout."""
+        arg_params, aux_params = self.get_params()
+        save_checkpoint(prefix, epoch, self._symbol, arg_params, aux_params, remove_amp_cast)
+        if save_optimizer_states:
+            self.save_optimizer_states(f"{prefix}-{epoch:04d}.states")
+
+    # ------------------------------------------------------------ properties
+    @property
+    def data_names(self) -> list[str]:
+        return self._data_names
+
+    @property
+    def label_names(self) -> list[str]:
+        return self._label_names
+
+    @property
+    def output_names(self) -> list[str]:
+        return self._output_names
+
+    @property
+    def data_shapes(self):
+        assert self.binded
+        return self._data_shapes
+
+    @property
+    def label_shapes(self):
+        assert self.binded
+        return self._label_shapes
+
+    @property
+    def output_shapes(self):
+        assert self.binded
+        return self._exec_group.get_output_shapes()
+
+    # ------------------------------------------------------------ parameters
+    def get_params(self):
+        """``(arg_params, aux_params)``, averaged over the contexts."""
+        assert self.binded and self.params_initialized
+        if self._params_dirty:
+            self._sync_params_from_devices()
+        return self._arg_params, self._aux_params
+
+    def init_params(self, initializer=None, arg_params=None, aux_params=None,
+                    allow_missing=False, force_init=False, allow_extra=False) -> None:
+        """Initialise parameters from given dicts, falling back to ``initializer``."""
+        if self.params_initialized and not force_init:
+            warnings.warn("Parameters already initialized and force_init=False. "
+                          "init_params call ignored.", stacklevel=2)
+            return
+        assert self.binded, "call bind before initializing the parameters"
+        from ..initializer import InitDesc, Uniform
+        initializer = initializer if initializer is not None else Uniform(0.01)
+        attrs = self._symbol.attr_dict()
+        for params, given in ((self._arg_params, arg_params), (self._aux_params, aux_params)):
+            for name, arr in sorted(params.items()):
+                self._init_one(InitDesc(name, attrs.get(name, None)), arr, given,
+                               initializer, allow_missing)
+        self.params_initialized = True
+        self._params_dirty = False
+        self._exec_group.set_params(self._arg_params, self._aux_params, allow_extra=allow_extra)
+
+    @staticmethod
+    def _init_one(desc, arr, cache, initializer, allow_missing) -> None:
+        name = str(desc)
+        if cache is not None:
+            if name in cache:
+                if cache[name] is not arr:
+                    arr[:] = cache[name]
+                return
+            if not allow_missing:
+                raise RuntimeError(f"{name} is not presented")
+        if initializer is not None:
+            initializer(desc, arr)
+
+    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
+                   allow_extra=False) -> None:
+        """Set parameter values (copied into every context)."""
+        if not allow_missing:
+            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                             allow_missing=allow_missing, force_init=force_init,
+                             allow_extra=allow_extra)
+            return
+        if self.params_initialized and not force_init:
+            warnings.warn("Parameters already initialized and force_init=False. "
+                          "set_params call ignored.", stacklevel=2)
+            return
+        self._exec_group.set_params(arg_params, aux_params, allow_extra=allow_extra)
+        self._params_dirty = True
+        self.params_initialized = True
+
+    def _sync_params_from_devices(self) -> None:
+        self._exec_group.get_params(self._arg_params, self._aux_params)
+        self._params_dirty = False
+
+    # ------------------------------------------------------------ binding
+    def _reset_bind(self) -> None:
+        self.binded = False
+        self._exec_group = None
+        self._data_shapes = self._label_shapes = None
+
+    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
+             force_rebind=False, shared_module=None, grad_req="write") -> None:
+        """Bind executors on the contexts for these input shapes."""
+        if force_rebind:
+            self._reset_bind()
+        if self.binded:
+            self.logger.warning("Already bound, ignoring bind()")
+            return
+        if not for_training and inputs_need_grad:
+            raise ValueError("inputs_need_grad needs for_training=True")
+        self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
+        self._data_shapes = list(data_shapes)
+        self._label_shapes = list(label_shapes or [])
+        shared_group = shared_module._exec_group if shared_module is not None else None
+        self._exec_group = DataParallelExecutorGroup(
+            self._symbol, self._context, self._work_load_list, self._data_shapes,
+            self._label_shapes, self._param_names, for_training, inputs_need_grad,
+            shared_group, logger=self.logger, fixed_param_names=self._fixed_param_names,
+            grad_req=grad_req, state_names=self._state_names)
+        if shared_module is not None:
+            self.params_initialized = True
+            self._arg_params, self._aux_params = shared_module._arg_params, \
+                shared_module._aux_params
+        elif self.params_initialized:
+            self._exec_group.set_params(self._arg_params, self._aux_params)
+        else:
+            self._arg_params = {n: zeros(b[0].shape, dtype=b[0].dtype) for n, b in
+                                zip(self._param_names, self._exec_group.param_arrays)}
+            self._aux_params = {n: zeros(b[0].shape, dtype=b[0].dtype) for n, b in
+                                zip(self._aux_names, self._exec_group.aux_arrays)}
+        if shared_module is not None and shared_module.optimizer_initialized:
+            self.borrow_optimizer(shared_module)
+        self.binded = True
+
+    def reshape(self, data_shapes, label_shapes=None) -> None:
+        """Rebind for new input shapes (parameters are shared)."""
+        assert self.binded
+        self._data_shapes, self._label_shapes = list(data_shapes), list(label_shapes or [])
+        self._exec_group.reshape(self._data_shapes, self._label_shapes)
+
+    # ------------------------------------------------------------ optimizer
+    def init_optimizer(self, kvstore="local", optimizer="sgd",
+                       optimizer_params=(("learning_rate", 0.01),), force_init=False) -> None:
+        """Create the optimizer (rescale_grad = 1/batch size) and the KVStore or updater."""
+        assert self.binded and self.params_initialized
+        if self.optimizer_initialized and not force_init:
+            self.logger.warning("optimizer already initialized, ignoring...")
+            return
+        from .. import optimizer as opt
+        if self._params_dirty:
+            self._sync_params_from_devices()
+        kvstore, update_on_kvstore = _create_kvstore(kvstore, len(self._context),
+                                                     self._arg_params)
+        batch_size = self._exec_group.batch_size
+        if kvstore and "dist" in kvstore.type and "_sync" in kvstore.type:
+            batch_size *= kvstore.num_workers
+        names = self._exec_group.param_names
+        n_ctx = len(self._context)
+        idx2name = dict(enumerate(names)) if update_on_kvstore else \
+            {i * n_ctx + k: n for k in range(n_ctx) for i, n in enumerate(names)}
+        if isinstance(optimizer, str):
+            params = dict(optimizer_params)
+            params.setdefault("rescale_grad", 1.0 / batch_size)
+            optimizer = opt.create(optimizer, sym=self._symbol, param_idx2name=idx2name,
+                                   **params)
+        elif not getattr(optimizer, "idx2name", None):
+            optimizer.idx2name = dict(idx2name)
+        self._optimizer, self._kvstore = optimizer, kvstore
+        self._update_on_kvstore, self._updater = update_on_kvstore, None
+        if kvstore:
+            if self._compression_params:
+                kvstore.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
+                kvstore.set_optimizer(self._optimizer)
+            _initialize_kvstore(kvstore, self._exec_group.param_arrays, self._arg_params,
+                                self._param_names, update_on_kvstore)
+        if not update_on_kvstore:
+            self._updater = opt.get_updater(optimizer)
+        self.optimizer_initialized = True
+        if self._preload_opt_states is not None:
+            self.load_optimizer_states(self._preload_opt_states)
+            self._preload_opt_states = None
+
+    def borrow_optimizer(self, shared_module) -> None:
+        """Use ``shared_module``'s optimizer, kvstore and updater."""
+        assert shared_module.optimizer_initialized
+        self._optimizer, self._kvstore = shared_module._optimizer, shared_module._kvstore
+        self._update_on_kvstore = shared_module._update_on_kvstore
+        self._updater = shared_module._updater
+        self.optimizer_initialized = True
+
+    def save_optimizer_states(self, fname: str) -> None:
+        """Write optimizer states (safe format, atomically)."""
+        assert self.optimizer_initialized
+        if self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname)
+            return
+        from ..symbol.json_io import atomic_write
+        atomic_write(fname, self._updater.get_states())
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Load optimizer states written by :meth:`save_optimizer_states`."""
+        assert self.optimizer_initialized
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            return
+        with open(fname, "rb") as f:
+            self._updater.set_states(f.read())
+
+    # ------------------------------------------------------------ computation
+    def forward(self, data_batch, is_train=None) -> None:
+        """Forward a batch (rebinding first when its shapes differ from the bound ones)."""
+        assert self.binded and self.params_initialized
+        shapes = getattr(data_batch, "provide_data", None)
+        if shapes and [tuple(getattr(d, "shape", d[1] if isinstance(d, tuple) else ()))
+                       for d in shapes] != [tuple(d.shape if hasattr(d, "shape") else d[1])
+                                            for d in self._data_shapes]:
+            self.reshape(shapes, getattr(data_batch, "provide_label", None) or
+                         self._label_shapes)
+        self._exec_group.forward(data_batch, is_train)
+
+    def backward(self, out_grads=None) -> None:
+        """Backward on every context."""
+        assert self.binded and self.params_initialized
+        self._exec_group.backward(out_grads=out_grads)
+
+    def update(self) -> None:
+        """Apply the optimizer to the gradients of the last backward."""
+        assert self.binded and self.params_initialized and self.optimizer_initialized
+        self._params_dirty = True
+        group = self._exec_group
+        if self._update_on_kvstore:
+            _update_params_on_kvstore(group.param_arrays, group.grad_arrays, self._kvstore,
+                                      group.param_names)
+        else:
+            _update_params(group.param_arrays, group.grad_arrays, updater=self._updater,
+                           num_device=len(self._context), kvstore=self._kvstore,
+                           param_names=group.param_names)
+
+    def get_outputs(self, merge_multi_context=True):
+        """Outputs of the last forward."""
+        assert self.binded and self.params_initialized
+        return self._exec_group.get_outputs(merge_multi_context=merge_multi_context)
+
+    def get_input_grads(self, merge_multi_context=True):
+        """Gradients of the inputs (bind with inputs_need_grad=True)."""
+        assert self.binded and self.params_initialized and self.inputs_need_grad
+        return self._exec_group.get_input_grads(merge_multi_context=merge_multi_context)
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False) -> None:
+        """Update ``eval_metric`` with the last outputs."""
+        self._exec_group.update_metric(eval_metric, labels, pre_sliced)
+
+    def install_monitor(self, mon) -> None:
+        """Install ``mon`` on every executor."""
+        assert self.binded
+        self._exec_group.install_monitor(mon)
