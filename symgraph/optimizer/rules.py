@@ -1,0 +1,535 @@
+"""MXNet 1.9.1's optimizers: each one's state and update math.
+
+SGD, NAG, Adam, RMSProp (plain and centered) and AdaGrad run ``kernels.optimizer``: the fused
+multi-tensor Triton kernel on CUDA tensors and its torch reference elsewhere. The others are
+written in torch as MXNet writes them (its Python rules, or its C++ op for Signum, FTML, FTRL
+and LAMB), in fp32.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..ndarray import NDArray
+from ..ndarray import zeros as _nd_zeros
+from .optimizer import Optimizer, _fp16, register
+
+__all__ = ["SGD", "NAG", "Signum", "Adam", "RMSProp", "AdaGrad", "AdaDelta", "Adamax", "Nadam",
+           "Ftrl", "FTML", "LAMB", "ccSGD", "Test"]
+
+
+def _zeros(weight: NDArray, dtype=None) -> NDArray:
+    return _nd_zeros(weight.shape, weight.context, dtype=dtype or weight.dtype)
+
+
+def _bound(clip) -> float:
+    """MXNet passes ``clip_gradient`` to its ops only when truthy; the ops clip when >= 0."""
+    return float(clip) if clip else -1.0
+
+
+def _clip(x: torch.Tensor, bound: float) -> torch.Tensor:
+    return x.clamp(-bound, bound) if bound >= 0 else x
+
+
+def _fused(name: str, weights, grads, states, hp) -> None:
+    """``kernels.optimizer.<name>`` in place on NDArrays: Triton on CUDA, torch otherwise."""
+    from kernels import optimizer as kops
+    ws, gs = [w._t for w in weights], [g._t for g in grads]
+    ss = [[s._t for s in group] for group in states]
+    if ws and ws[0].is_cuda and all(t.is_contiguous() for t in ws + gs + sum(ss, [])):
+        getattr(kops, name)(ws, gs, *ss, hp)
+        return
+    out = getattr(kops, name + "_ref")(ws, gs, *ss, hp)
+    for dst, src in zip(ws + sum(ss, []), out):
+        dst.copy_(src)
+
+
+def _hp(**kw):
+    from kernels.optimizer import UpdateParams
+    return UpdateParams(**kw)
+
+
+def _as_lists(indices, weights, grads, states):
+    if not isinstance(indices, (tuple, list)):
+        return [indices], [weights], [grads], [states]
+    return list(indices), list(weights), list(grads), list(states)
+
+
+@register
+class SGD(Optimizer):
+    """SGD with optional momentum: ``mom = momentum*mom - lr*(clip(r*g) + wd*w); w += mom``.
+
+    Parameters
+    ----------
+    momentum : float
+        The momentum (no state when 0).
+    lazy_update : bool
+        Accepted for MXNet compatibility (all arrays here are dense).
+
+    Examples
+    --------
+    >>> import symgraph as mx
+    >>> opt = mx.optimizer.SGD(learning_rate=0.5)
+    >>> w, g = mx.nd.ones((2,)), mx.nd.ones((2,))
+    >>> opt.update(0, w, g, opt.create_state(0, w)); w.asnumpy()
+    array([0.5, 0.5], dtype=float32)
+    """
+
+    def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.lazy_update = lazy_update
+        self.aggregate_num = 4  # MXNET_OPTIMIZER_AGGREGATION_SIZE's default
+
+    def create_state_multi_precision(self, index, weight):
+        if self.multi_precision and _fp16(weight):
+            weight_master_copy = weight.astype(np.float32)
+            return (self.create_state(index, weight_master_copy), weight_master_copy)
+        return super().create_state_multi_precision(index, weight)
+
+    def create_state(self, index, weight):
+        return _zeros(weight) if self.momentum != 0.0 else None
+
+    def _kernel_name(self) -> str:
+        return "sgd_mom_update" if self.momentum > 0 else "sgd_update"
+
+    def _update_impl(self, indices, weights, grads, states, multi_precision=False):
+        indices, weights, grads, states = _as_lists(indices, weights, grads, states)
+        self._update_count(indices)
+        hp = _hp(lr=self._get_lrs(indices), wd=self._get_wds(indices),
+                 rescale_grad=self.rescale_grad, clip_gradient=_bound(self.clip_gradient),
+                 momentum=max(self.momentum, 0.0))
+        if multi_precision:
+            masters = [s[1] for s in states]
+            moms = [s[0] for s in states]
+            grads = [g.astype(np.float32) for g in grads]
+            self._run(masters, grads, moms, hp)
+            for w, w32 in zip(weights, masters):
+                w._t.copy_(w32._t)
+        else:
+            self._run(weights, grads, states, hp)
+
+    def _run(self, weights, grads, moms, hp) -> None:
+        with_mom = [i for i, m in enumerate(moms) if m is not None]
+        plain = [i for i, m in enumerate(moms) if m is None]
+        lrs, wds = zip(*hp.per_tensor(len(weights)))
+        for group, name in ((with_mom, self._kernel_name()), (plain, "sgd_update")):
+            if not group:
+                continue
+            sub = _hp(lr=[lrs[i] for i in group], wd=[wds[i] for i in group],
+                      rescale_grad=hp.rescale_grad, clip_gradient=hp.clip_gradient,
+                      momentum=hp.momentum if group is with_mom else 0.0)
+            state = [[moms[i] for i in group]] if group is with_mom and \
+                name != "sgd_update" else []
+            _fused(name, [weights[i] for i in group], [grads[i] for i in group], state, sub)
+
+    def update(self, index, weight, grad, state):
+        self._update_impl(index, weight, grad, state, multi_precision=False)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        first = weight[0] if isinstance(index, (tuple, list)) else weight
+        self._update_impl(index, weight, grad, state,
+                          multi_precision=self.multi_precision and _fp16(first))
+
+
+@register
+class ccSGD(SGD):  # noqa: N801 - MXNet's name
+    """Deprecated alias of :class:`SGD` (MXNet's ``ccSGD``).
+
+    >>> type(ccSGD()).__mro__[1].__name__
+    'SGD'
+    """
+
+
+@register
+class NAG(SGD):
+    """Nesterov accelerated SGD (MXNet's ``nag_mom_update``; plain SGD without momentum).
+
+    >>> import symgraph as mx
+    >>> opt = mx.optimizer.NAG(momentum=0.9, learning_rate=0.1)
+    >>> w, g = mx.nd.ones((1,)), mx.nd.ones((1,))
+    >>> opt.update(0, w, g, opt.create_state(0, w)); round(float(w.asnumpy()[0]), 4)
+    0.81
+    """
+
+    def __init__(self, momentum: float = 0.0, **kwargs):
+        super().__init__(momentum=momentum, **kwargs)
+        self.aggregate_num = 0
+
+    def _kernel_name(self) -> str:
+        return "nag_mom_update" if self.momentum > 0 else "sgd_update"
+
+    def update_multi_precision(self, index, weight, grad, state):
+        mp = self.multi_precision and _fp16(weight) and isinstance(state, (tuple, list))
+        self._update_impl(index, weight, grad, state, multi_precision=mp)
+
+
+@register
+class Signum(Optimizer):
+    """signSGD / Signum: step ``lr`` along the sign of the gradient (or of its momentum).
+
+    >>> import symgraph as mx
+    >>> opt = mx.optimizer.Signum(learning_rate=0.1, momentum=0.0)
+    >>> w, g = mx.nd.ones((2,)), mx.nd.array([3., -2.])
+    >>> opt.update(0, w, g, opt.create_state(0, w)); w.asnumpy()
+    array([0.9, 1.1], dtype=float32)
+    """
+
+    def __init__(self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0,
+                 **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.momentum = momentum
+        self.wd_lh = wd_lh
+
+    def create_state(self, index, weight):
+        return _zeros(weight) if self.momentum != 0.0 else None
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        w, g = weight._t.float(), grad._t.float()
+        if state is not None:
+            m = max(self.momentum, 0.0)
+            mom = m * state._t.float() - (1 - m) * wd * w \
+                - (1 - m) * _clip(self.rescale_grad * g, _bound(self.clip_gradient))
+            state._t.copy_(mom)
+            new = (1.0 - lr * self.wd_lh) * w + lr * torch.sign(mom)
+        else:  # signsgd_update ignores clip_gradient and rescale_grad
+            new = (1.0 - lr * wd) * w - lr * torch.sign(g)
+        weight._t.copy_(new)
+
+
+@register
+class Adam(Optimizer):
+    """Adam with MXNet's bias correction folded into the learning rate.
+
+    >>> import symgraph as mx
+    >>> opt = mx.optimizer.Adam(learning_rate=0.1)
+    >>> w, g = mx.nd.ones((1,)), mx.nd.ones((1,))
+    >>> opt.update(0, w, g, opt.create_state(0, w)); round(float(w.asnumpy()[0]), 4)
+    0.9
+    """
+
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, lazy_update: bool = True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.lazy_update = lazy_update
+
+    def create_state(self, index, weight):
+        return (_zeros(weight), _zeros(weight))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        hp = _hp(lr=lr, wd=wd, rescale_grad=self.rescale_grad, beta1=self.beta1,
+                 beta2=self.beta2, epsilon=self.epsilon,
+                 clip_gradient=_bound(self.clip_gradient))
+        _fused("adam_update", [weight], [grad], [[state[0]], [state[1]]], hp)
+
+
+@register
+class RMSProp(Optimizer):
+    """RMSProp (Tieleman & Hinton), or Graves' centered version with ``centered=True``.
+
+    >>> import symgraph as mx
+    >>> opt = mx.optimizer.RMSProp(learning_rate=0.1, centered=True)
+    >>> [s.shape for s in opt.create_state(0, mx.nd.ones((2,)))]
+    [(2,), (2,), (2,)]
+    """
+
+    def __init__(self, learning_rate: float = 0.001, gamma1: float = 0.9, gamma2: float = 0.9,
+                 epsilon: float = 1e-8, centered: bool = False, clip_weights=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.gamma1, self.gamma2 = gamma1, gamma2
+        self.centered = centered
+        self.epsilon = epsilon
+        self.clip_weights = clip_weights
+
+    def create_state(self, index, weight):
+        count = 3 if self.centered else 1
+        return tuple(_zeros(weight, np.float32) for _ in range(count))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        hp = _hp(lr=lr, wd=wd, rescale_grad=self.rescale_grad, gamma1=self.gamma1,
+                 gamma2=self.gamma2, epsilon=self.epsilon,
+                 clip_gradient=_bound(self.clip_gradient), clip_weights=_bound(self.clip_weights))
+        name = "rmspropalex_update" if self.centered else "rmsprop_update"
+        _fused(name, [weight], [grad], [[s] for s in state], hp)
+
+
+@register
+class AdaGrad(Optimizer):
+    """AdaGrad: ``history += g²; w -= lr * (g / sqrt(history + eps) + wd*w)``.
+
+    >>> import symgraph as mx
+    >>> opt = mx.optimizer.AdaGrad(learning_rate=0.1)
+    >>> w, g = mx.nd.ones((1,)), mx.nd.ones((1,))
+    >>> opt.update(0, w, g, opt.create_state(0, w)); round(float(w.asnumpy()[0]), 4)
+    0.9
+    """
+
+    def __init__(self, eps: float = 1e-7, **kwargs):
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps
+
+    def create_state(self, index, weight):
+        return _zeros(weight, np.float32)
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        clip = -1.0 if self.clip_gradient is None else float(self.clip_gradient)
+        hp = _hp(lr=lr, wd=wd, rescale_grad=self.rescale_grad, epsilon=self.float_stable_eps,
+                 clip_gradient=clip)
+        _fused("adagrad_update", [weight], [grad], [[state]], hp)
+
+
+def _py_grad(opt: Optimizer, grad: NDArray, weight: NDArray | None = None,
+             wd: float = 0.0) -> torch.Tensor:
+    """MXNet's Python rules: ``clip(g * rescale_grad [+ wd*w])``, clip when not None."""
+    g = grad._t.float() * opt.rescale_grad
+    if weight is not None:
+        g = g + wd * weight._t.float()
+    if opt.clip_gradient is not None:
+        g = g.clamp(-opt.clip_gradient, opt.clip_gradient)
+    return g
+
+
+@register
+class AdaDelta(Optimizer):
+    """AdaDelta (Zeiler 2012); no learning rate.
+
+    >>> import symgraph as mx
+    >>> len(mx.optimizer.AdaDelta().create_state(0, mx.nd.ones((2,))))
+    2
+    """
+
+    def __init__(self, rho: float = 0.90, epsilon: float = 1e-5, **kwargs):
+        super().__init__(**kwargs)
+        self.rho, self.epsilon = rho, epsilon
+
+    def create_state(self, index, weight):
+        return (_zeros(weight, np.float32), _zeros(weight, np.float32))
+
+    def update(self, index, weight, grad, state):
+        wd = self._get_wd(index)
+        self._update_count(index)
+        g = _py_grad(self, grad)
+        acc_g, acc_delta = state[0]._t, state[1]._t
+        acc_g.mul_(self.rho).add_((1.0 - self.rho) * g * g)
+        delta = (acc_delta + self.epsilon).sqrt() / (acc_g + self.epsilon).sqrt() * g
+        acc_delta.mul_(self.rho).add_((1.0 - self.rho) * delta * delta)
+        w = weight._t.float()
+        weight._t.copy_(w - (delta + wd * w))
+
+
+@register
+class Adamax(Optimizer):
+    """AdaMax, Adam's infinity-norm variant.
+
+    >>> import symgraph as mx
+    >>> opt = mx.optimizer.Adamax(learning_rate=0.1)
+    >>> w, g = mx.nd.ones((1,)), mx.nd.ones((1,))
+    >>> opt.update(0, w, g, opt.create_state(0, w)); round(float(w.asnumpy()[0]), 4)
+    0.9
+    """
+
+    def __init__(self, learning_rate: float = 0.002, beta1: float = 0.9, beta2: float = 0.999,
+                 **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2 = beta1, beta2
+
+    def create_state(self, index, weight):
+        return (_zeros(weight), _zeros(weight))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        lr /= (1.0 - self.beta1 ** t)
+        g = _py_grad(self, grad, weight, wd)
+        m_t, u_t = state[0]._t, state[1]._t
+        m_t.mul_(self.beta1).add_((1.0 - self.beta1) * g)
+        u_t.copy_(torch.maximum(self.beta2 * u_t, g.abs()))
+        weight._t.copy_(weight._t.float() - lr * m_t / u_t)
+
+
+@register
+class Nadam(Optimizer):
+    """Nesterov Adam (Dozat 2016) with MXNet's momentum schedule (one per optimizer).
+
+    >>> import symgraph as mx
+    >>> mx.optimizer.Nadam().m_schedule
+    1.0
+    """
+
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, schedule_decay: float = 0.004, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.schedule_decay = schedule_decay
+        self.m_schedule = 1.0
+
+    def create_state(self, index, weight):
+        return (_zeros(weight), _zeros(weight))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        g = _py_grad(self, grad, weight, wd)
+        momentum_t = self.beta1 * (1. - 0.5 * pow(0.96, t * self.schedule_decay))
+        momentum_t_1 = self.beta1 * (1. - 0.5 * pow(0.96, (t + 1) * self.schedule_decay))
+        self.m_schedule = self.m_schedule * momentum_t
+        m_schedule_next = self.m_schedule * momentum_t_1
+        m_t, v_t = state[0]._t, state[1]._t
+        m_t.mul_(self.beta1).add_((1. - self.beta1) * g)
+        v_t.mul_(self.beta2).add_((1. - self.beta2) * g * g)
+        grad_prime = g / (1. - self.m_schedule)
+        m_t_prime = m_t / (1. - m_schedule_next)
+        v_t_prime = v_t / (1. - pow(self.beta2, t))
+        m_t_bar = (1. - momentum_t) * grad_prime + momentum_t_1 * m_t_prime
+        weight._t.copy_(weight._t.float() - lr * m_t_bar / (v_t_prime.sqrt() + self.epsilon))
+
+
+@register
+class Ftrl(Optimizer):
+    """FTRL-Proximal (McMahan et al. 2013), MXNet's ``ftrl_update``.
+
+    >>> import symgraph as mx
+    >>> mx.optimizer.create('ftrl').lr
+    0.1
+    """
+
+    def __init__(self, lamda1: float = 0.01, learning_rate: float = 0.1, beta: float = 1,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.lamda1, self.beta = lamda1, beta
+        self.lr = learning_rate
+
+    def create_state(self, index, weight):
+        return (_zeros(weight, np.float32), _zeros(weight, np.float32))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        wd, lr = self._get_wd(index), self._get_lr(index)
+        g = _clip(self.rescale_grad * grad._t.float(), _bound(self.clip_gradient))
+        z, n = state[0]._t, state[1]._t
+        w = weight._t.float()
+        z.add_(g - ((n + g * g).sqrt() - n.sqrt()) * w / lr)
+        n.add_(g * g)
+        new = (torch.sign(z) * self.lamda1 - z) / ((self.beta + n.sqrt()) / lr + wd) \
+            * (z.abs() > self.lamda1)
+        weight._t.copy_(new)
+
+
+@register
+class FTML(Optimizer):
+    """Follow the Moving Leader (Zheng & Kwok 2017), MXNet's ``ftml_update``.
+
+    >>> import symgraph as mx
+    >>> len(mx.optimizer.FTML().create_state(0, mx.nd.ones((2,))))
+    3
+    """
+
+    def __init__(self, beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-8,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+
+    def create_state(self, index, weight):
+        return (_zeros(weight), _zeros(weight), _zeros(weight))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        w = weight._t.float()
+        g = _clip(self.rescale_grad * grad._t.float() + wd * w, _bound(self.clip_gradient))
+        d, v, z = (s._t for s in state)
+        v.copy_(self.beta2 * v + (1 - self.beta2) * g * g)
+        d_t = (1 - self.beta1 ** t) / lr * ((v / (1 - self.beta2 ** t)).sqrt() + self.epsilon)
+        z.copy_(self.beta1 * z + (1 - self.beta1) * g - (d_t - self.beta1 * d) * w)
+        d.copy_(d_t)
+        weight._t.copy_(-z / d_t)
+
+
+@register
+class LAMB(Optimizer):
+    """LAMB (You et al. 2019): Adam's step scaled by ``||w|| / ||step||`` per tensor.
+
+    >>> import symgraph as mx
+    >>> mx.optimizer.LAMB().epsilon
+    1e-06
+    """
+
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-6, lower_bound=None, upper_bound=None,
+                 bias_correction: bool = True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+        self.bias_correction = bias_correction
+        self.aggregate_num = 45  # MXNet's default; lists are updated one tensor at a time
+
+    def create_state(self, index, weight):
+        return (_zeros(weight), _zeros(weight))
+
+    def _step(self, index, weight, grad, state, master=None) -> None:
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        target = master if master is not None else weight
+        w = target._t.float()
+        g = _clip(self.rescale_grad * grad._t.float(), _bound(self.clip_gradient))
+        mean, var = state[0]._t, state[1]._t
+        mean.copy_(self.beta1 * mean + (1 - self.beta1) * g)
+        var.copy_(self.beta2 * var + (1 - self.beta2) * g * g)
+        m, v = mean.float(), var.float()
+        if self.bias_correction:
+            m, v = m / (1 - self.beta1 ** t), v / (1 - self.beta2 ** t)
+        step = m / (v.sqrt() + self.epsilon) + wd * w
+        r1, r2 = w.norm(), step.norm()
+        if self.lower_bound:
+            r1 = torch.clamp(r1, min=self.lower_bound)
+        if self.upper_bound:
+            r1 = torch.clamp(r1, max=self.upper_bound)
+        ratio = torch.where((r1 == 0) | (r2 == 0), torch.ones_like(r1), r1 / r2)
+        target._t.copy_(w - lr * ratio * step)
+        if master is not None:
+            weight._t.copy_(master._t)
+
+    def update(self, index, weight, grad, state):
+        for args in zip(*_as_lists(index, weight, grad, state)):
+            self._step(*args)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        for i, w, g, s in zip(*_as_lists(index, weight, grad, state)):
+            if self.multi_precision and _fp16(w):
+                self._step(i, w, g, s[1], master=s[0])
+            else:
+                self._step(i, w, g, s)
+
+
+@register
+class Test(Optimizer):
+    """MXNet's test optimizer: ``w += g * rescale_grad``; the state keeps a copy of ``w``.
+
+    >>> import symgraph as mx
+    >>> mx.optimizer.create('test').create_state(0, mx.nd.ones((2,))).shape
+    (2,)
+    """
+
+    def create_state(self, index, weight):
+        return _zeros(weight, np.float32)
+
+    def update(self, index, weight, grad, state):
+        weight._t.add_(grad._t * self.rescale_grad)
+        state._t.copy_(weight._t)
