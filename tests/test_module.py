@@ -1,0 +1,82 @@
+"""mx.mod.Module: fit on real data, several contexts, resume from a checkpoint."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+from symgraph.examples.datasets import load_digits
+
+
+def _mlp(hidden=32):
+    net = mx.sym.Variable("data")
+    net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=hidden, name="fc1"),
+                            act_type="relu", name="relu1")
+    net = mx.sym.FullyConnected(net, num_hidden=10, name="fc2")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def _iters(batch=50, n_train=1500):
+    x, y = load_digits()
+    order = np.random.RandomState(0).permutation(len(x))  # the file is sorted by writer
+    x, y = x[order], y[order]
+    train = mx.io.NDArrayIter(x[:n_train], y[:n_train], batch_size=batch, shuffle=False)
+    val = mx.io.NDArrayIter(x[n_train:], y[n_train:], batch_size=batch)
+    return train, val
+
+
+def _fit(context, epochs=2, **kwargs):
+    mx.random.seed(7)
+    train, _ = _iters()
+    mod = mx.mod.Module(_mlp(), context=context)
+    mod.fit(train, num_epoch=epochs, optimizer="sgd",
+            optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+            initializer=mx.init.Xavier(), **kwargs)
+    return mod
+
+
+def test_fit_reaches_accuracy_on_digits():
+    train, val = _iters()
+    mx.random.seed(0)
+    mod = mx.mod.Module(_mlp(), context=mx.cpu())
+    mod.fit(train, eval_data=val, num_epoch=10, optimizer="sgd",
+            optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+            initializer=mx.init.Xavier(), eval_metric="acc")
+    (name, acc), = mod.score(val, "acc")
+    assert name == "accuracy" and acc >= 0.93, acc
+
+
+def test_two_contexts_train_like_one():
+    one = _fit(mx.cpu(0))
+    two = _fit([mx.cpu(0), mx.cpu(1)], kvstore="device")
+    a1, _ = one.get_params()
+    a2, _ = two.get_params()
+    for name in a1:
+        np.testing.assert_allclose(a1[name].asnumpy(), a2[name].asnumpy(), rtol=1e-4,
+                                   atol=1e-5, err_msg=name)
+
+
+def test_resume_from_checkpoint_with_optimizer_states(tmp_path):
+    full = _fit(mx.cpu(), epochs=2)
+    half = _fit(mx.cpu(), epochs=1)
+    prefix = str(tmp_path / "digits")
+    half.save_checkpoint(prefix, 1, save_optimizer_states=True)
+    resumed = mx.mod.Module.load(prefix, 1, load_optimizer_states=True, context=mx.cpu())
+    train, _ = _iters()
+    resumed.fit(train, num_epoch=2, begin_epoch=1, optimizer="sgd",
+                optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    a_full, _ = full.get_params()
+    a_res, _ = resumed.get_params()
+    for name in a_full:
+        np.testing.assert_allclose(a_res[name].asnumpy(), a_full[name].asnumpy(), rtol=1e-4,
+                                   atol=1e-5, err_msg=name)
+
+
+def test_predict_and_internal_handles():
+    mod = _fit(mx.cpu(), epochs=1)
+    _, val = _iters()
+    out = mod.predict(val)
+    assert out.shape == (297, 10)
+    assert len(mod._exec_group.execs) == 1 and mod._optimizer is not None
+    with pytest.raises(ValueError, match="number of epochs"):
+        mod.fit(_iters()[0])
