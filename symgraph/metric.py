@@ -177,14 +177,14 @@ def alias(*aliases: str) -> Callable[[type], type]:
     return reg
 
 
-def _create(name, *args, **kwargs) -> EvalMetric:
+def _create(*args, **kwargs) -> EvalMetric:
+    name, args = (args[0], args[1:]) if args else (kwargs.pop("metric"), ())
     if isinstance(name, EvalMetric):
         assert not args and not kwargs, \
             "metric is already an instance. Additional arguments are invalid"
         return name
     if isinstance(name, dict):
-        name = dict(name)
-        return _create(name.pop("metric"), **name)
+        return _create(**name)
     assert isinstance(name, str), "metric must be of string type"
     if name.startswith("["):
         assert not args and not kwargs

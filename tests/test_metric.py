@@ -1,0 +1,117 @@
+"""mx.metric against MXNet 1.9.1 golden values (tests/fixtures/metric_io/generate.py)."""
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+
+FIX = os.path.join(os.path.dirname(__file__), "fixtures", "metric_io", "metric_io.json")
+
+
+def _fixtures():
+    with open(FIX) as f:
+        return json.load(f)["metric"]
+
+
+def _close(got, want):
+    if isinstance(want, list):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _close(g, w)
+    elif math.isnan(want):
+        assert math.isnan(got)
+    else:
+        assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("case", _fixtures(), ids=lambda c: f"{c['metric']}-{c['kwargs']}")
+def test_metric_matches_mxnet(case):
+    m = mx.metric.create(case["metric"], **case["kwargs"])
+    for step, (want_local, want_global) in zip(case["steps"], case["results"]):
+        if step == "reset_local":
+            m.reset_local()
+        else:
+            labels, preds = step
+            m.update([mx.nd.array(x) for x in labels], [mx.nd.array(x) for x in preds])
+        name, value = m.get()
+        assert name == want_local[0]
+        _close(value, want_local[1])
+        gname, gvalue = m.get_global()
+        assert gname == want_global[0]
+        _close(gvalue, want_global[1])
+
+
+def test_numpy_inputs_and_reset():
+    m = mx.metric.Accuracy()
+    m.update([np.array([0, 1])], [np.array([[1.0, 0.0], [1.0, 0.0]])])
+    assert m.get() == ("accuracy", 0.5)
+    m.reset()
+    assert math.isnan(m.get()[1]) and math.isnan(m.get_global()[1])
+
+
+def test_update_dict_and_config():
+    m = mx.metric.Accuracy(output_names=["out"], label_names=["lab"])
+    m.update_dict({"lab": mx.nd.array([1]), "x": mx.nd.array([0])},
+                  {"out": mx.nd.array([[0.0, 1.0]]), "y": mx.nd.array([[1.0, 0.0]])})
+    assert m.get() == ("accuracy", 1.0)
+    cfg = m.get_config()
+    assert cfg == {"axis": 1, "metric": "Accuracy", "name": "accuracy",
+                   "output_names": ["out"], "label_names": ["lab"]}
+    assert isinstance(mx.metric.create(cfg), mx.metric.Accuracy)
+    assert str(m) == "EvalMetric: {'accuracy': 1.0}"
+
+
+def test_create_variants():
+    assert isinstance(mx.metric.create("ACC"), mx.metric.Accuracy)
+    assert isinstance(mx.metric.create('["top_k_acc", {"top_k": 3}]'), mx.metric.TopKAccuracy)
+    acc = mx.metric.Accuracy()
+    assert mx.metric.create(acc) is acc
+    comp = mx.metric.create(["acc", "mae"])
+    assert [n for n, _ in comp.get_name_value()] == ["accuracy", "mae"]
+    with pytest.raises(AssertionError):
+        mx.metric.create("no_such_metric")
+    assert isinstance(mx.metric.create("torch"), mx.metric.Loss)
+    assert isinstance(mx.metric.create("caffe"), mx.metric.Loss)
+
+
+def test_custom_and_np():
+    def feval(label, pred):
+        return float(np.abs(label - pred).sum())
+    m = mx.metric.create(feval)
+    m.update([mx.nd.array([1, 2])], [mx.nd.array([2, 2])])
+    m.update([mx.nd.array([1])], [mx.nd.array([4])])
+    assert m.get() == ("feval", 2.0)
+    with pytest.raises(NotImplementedError):
+        m.get_config()
+    m2 = mx.metric.np(lambda l, p: (float((l == p).sum()), l.size), allow_extra_outputs=True)
+    assert m2.name == "custom(<lambda>)"
+    m2.update([mx.nd.array([1, 2])], [mx.nd.array([1, 3]), mx.nd.array([0])])
+    assert m2.get()[1] == 0.5
+
+
+def test_register_and_alias():
+    @mx.metric.register
+    @mx.metric.alias("always_one")
+    class AlwaysOne(mx.metric.EvalMetric):
+        def __init__(self):
+            super().__init__("one")
+
+        def update(self, labels, preds):
+            self.sum_metric += 1
+            self.num_inst += 1
+
+    m = mx.metric.create("always_one")
+    m.update([], [])
+    assert m.get() == ("one", 1.0) and m.get_global() == ("one", 1.0)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="does not match"):
+        mx.metric.Accuracy().update([mx.nd.array([1])], [])
+    with pytest.raises(AssertionError):
+        mx.metric.TopKAccuracy(top_k=1)
+    with pytest.raises(ValueError, match="binary"):
+        mx.metric.F1().update([mx.nd.array([0, 1, 2])], [mx.nd.array(np.eye(3)[:, :2])])
