@@ -240,3 +240,8 @@ def _evaluate(manager, eval_data, eval_metric, epoch, eval_batch_end_callback,
         _multiple_callbacks(eval_end_callback, BatchEndParam(
             epoch=epoch, nbatch=total, eval_metric=eval_metric, locals=locals()))
     eval_data.reset()
+
+
+from .feedforward import FeedForward  # noqa: E402 - defined after the loop it trains with
+
+__all__ = ["BatchEndParam", "FeedForward", "load_checkpoint", "load_params", "save_checkpoint"]

@@ -48,3 +48,29 @@ def test_corrupt_files_raise_clear_errors(tmp_path):
     mx.nd.save(str(tmp_path / "bad-0000.params"), {"weird:w": mx.nd.ones((1,))})
     with pytest.raises(mx.MXNetError, match="not arg:/aux:"):
         mx.model.load_params(str(tmp_path / "bad"), 0)
+
+
+def test_feedforward_trains_on_two_contexts_and_round_trips(tmp_path):
+    import warnings
+
+    from symgraph.examples.datasets import load_digits
+    x, y = load_digits()
+    order = np.random.RandomState(0).permutation(len(x))
+    x, y = x[order], y[order]
+    np.random.seed(0)
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=32, name="fc1")
+    net = mx.sym.FullyConnected(mx.sym.Activation(net, act_type="relu"), num_hidden=10,
+                                name="fc2")
+    net = mx.sym.SoftmaxOutput(net, name="softmax")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        model = mx.model.FeedForward(net, ctx=[mx.cpu(0), mx.cpu(1)], num_epoch=6,
+                                     learning_rate=0.1, momentum=0.9, numpy_batch_size=50,
+                                     initializer=mx.init.Xavier())
+        model.fit(x[:1500], y[:1500])
+        acc = model.score(mx.io.NDArrayIter(x[1500:], y[1500:], batch_size=50))
+        assert acc >= 0.9, acc
+        model.save(str(tmp_path / "ff"))
+        again = mx.model.FeedForward.load(str(tmp_path / "ff"), 6)
+        np.testing.assert_allclose(again.predict(x[1500:]), model.predict(x[1500:]),
+                                   rtol=1e-6)
