@@ -1,5 +1,5 @@
 """Every entry of the kernel table against its torch reference, on CPU under Triton's
-interpreter (GPU runs use the same table with larger shapes in benchmarks/kernels.py).
+interpreter (GPU runs use the same table with larger shapes in benchmarks/bench_kernels.py).
 
 Outputs are poisoned (NaN for floats, a sentinel for integers) so an element the kernel
 does not write fails the comparison.
