@@ -6,7 +6,8 @@ reference under ``torch.compile``, next to the device's measured ceilings (a lar
 device-to-device copy and a large fp16 matmul). Results go to a JSON file with device, date
 and commit, and to a matplotlib plot beside it.
 
-    python benchmarks/bench_kernels.py [--only NAME ...] [--json benchmarks/results/kernels_gpu.json]
+    python benchmarks/bench_kernels.py [--only NAME ...]
+        [--json benchmarks/results/kernels_gpu.json]
 
 Without a CUDA device it says so and exits with status 0 (nothing is measured).
 """

@@ -2,8 +2,8 @@
 
 Each family module (``kernels/<family>.py``) ends with ``KERNELS = [KernelSpec(...), ...]``;
 :func:`all_kernels` gathers them. Tests run every case of every entry against its reference
-(under the interpreter on CPU); ``benchmarks/bench_kernels.py`` times every entry's ``bench`` sizes
-against torch eager and ``torch.compile``.
+(under the interpreter on CPU); ``benchmarks/bench_kernels.py`` times every entry's ``bench``
+sizes against torch eager and ``torch.compile``.
 """
 from __future__ import annotations
 
