@@ -60,7 +60,7 @@ class BaseModule:
                 for cb in _as_list(batch_end_callback):
                     cb(BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
                                      locals=locals()))
-            actual = nbatch
+            actual += 1  # MXNet hands score_end_callback the batch count, not the last index
         if score_end_callback:
             for cb in _as_list(score_end_callback):
                 cb(BatchEndParam(epoch=epoch, nbatch=actual, eval_metric=eval_metric,
