@@ -33,6 +33,28 @@ def _clip(x: torch.Tensor, bound: float) -> torch.Tensor:
     return x.clamp(-bound, bound) if bound >= 0 else x
 
 
+def _sgd_inplace(ws, gs, states, hp) -> None:
+    """SGD (with momentum when a state list is given) with in-place torch ops on CPU.
+
+    The same arithmetic as ``kernels.optimizer``'s references, without their temporaries and
+    copies back: ``mom = momentum*mom - lr*(clip(r*g) + wd*w); w += mom``.
+    """
+    moms = states[0] if states else [None] * len(ws)
+    for (lr, wd), w, g, mom in zip(hp.per_tensor(len(ws)), ws, gs, moms):
+        d = g * hp.rescale_grad
+        if hp.clip_gradient >= 0:
+            d.clamp_(-hp.clip_gradient, hp.clip_gradient)
+        d.add_(w, alpha=wd)
+        if mom is None:
+            w.sub_(d, alpha=lr)
+        else:
+            mom.mul_(hp.momentum).sub_(d, alpha=lr)
+            w.add_(mom)
+
+
+_CPU_INPLACE = {"sgd_update": _sgd_inplace, "sgd_mom_update": _sgd_inplace}
+
+
 def _fused(name: str, weights, grads, states, hp) -> None:
     """``kernels.optimizer.<name>`` in place on NDArrays: Triton on CUDA, torch otherwise."""
     from kernels import optimizer as kops
@@ -40,6 +62,9 @@ def _fused(name: str, weights, grads, states, hp) -> None:
     ss = [[s._t for s in group] for group in states]
     if ws and ws[0].is_cuda and all(t.is_contiguous() for t in ws + gs + sum(ss, [])):
         getattr(kops, name)(ws, gs, *ss, hp)
+        return
+    if name in _CPU_INPLACE and all(t.dtype == torch.float32 for t in ws + gs + sum(ss, [])):
+        _CPU_INPLACE[name](ws, gs, ss, hp)
         return
     out = getattr(kops, name + "_ref")(ws, gs, *ss, hp)
     for dst, src in zip(ws + sum(ss, []), out):
