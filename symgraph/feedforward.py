@@ -111,6 +111,26 @@ class FeedForward:
             raise TypeError("X must be DataIter, NDArray or numpy.ndarray")
         return X
 
+    def _init_eval_iter(self, eval_data):
+        """MXNet's rules: a (data, label) pair becomes a *training* iterator (shuffled)."""
+        from .io import DataIter
+        if eval_data is None:
+            return None
+        if isinstance(eval_data, (tuple, list)) and len(eval_data) == 2:
+            X, y = eval_data
+            if X is None:
+                raise ValueError("Eval data is NONE")
+            if y is None and isinstance(X, DataIter):
+                return X
+            X = np.array(X) if isinstance(X, list) else X
+            y = np.array(y) if isinstance(y, list) else y
+            # is_train=True as in MXNet 1.9.1: shuffled, so it draws from np.random like MXNet
+            return self._init_iter(X, y, is_train=True)
+        if not isinstance(eval_data, DataIter):
+            raise TypeError("Eval data must be DataIter, or NDArray/numpy.ndarray/list pair "
+                            "(i.e. tuple/list of length 2)")
+        return eval_data
+
     def _init_predictor(self, input_shapes) -> None:
         shapes = {name: arr.shape for name, arr in self.arg_params.items()}
         shapes.update({d[0] if not hasattr(d, "name") else d.name:
@@ -182,8 +202,7 @@ class FeedForward:
         from . import optimizer as opt
         from .model import _create_kvstore, _train_multi_device
         data = self._init_iter(X, y, is_train=True)
-        if isinstance(eval_data, tuple) and len(eval_data) == 2:
-            eval_data = self._init_iter(eval_data[0], eval_data[1], is_train=False)
+        eval_data = self._init_eval_iter(eval_data)
         if self.sym_gen:
             self.symbol = self.sym_gen(data.default_bucket_key)
         self.kwargs["sym"] = self.symbol
