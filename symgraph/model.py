@@ -115,6 +115,7 @@ def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names) -
 
 def _update_params(param_arrays, grad_arrays, updater, num_device: int, kvstore=None,
                    param_names=None) -> None:
+    updates: list[list[tuple]] = [[] for _ in range(num_device)]
     for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
         if grad_list[0] is None:
             continue
@@ -124,7 +125,11 @@ def _update_params(param_arrays, grad_arrays, updater, num_device: int, kvstore=
             kvstore.pull(name, grad_list, priority=-index)
         for k, (w, g) in enumerate(zip(arg_list, grad_list)):
             # index * num_device + k: one optimizer state per device copy, as MXNet
-            updater(index * num_device + k, g, w)
+            updates[k].append((index * num_device + k, g, w))
+    for dev_updates in updates:  # one (aggregated) updater call per device, as MXNet 1.9
+        if dev_updates:
+            indices, grads, weights = zip(*dev_updates)
+            updater(list(indices), list(grads), list(weights))
 
 
 def _multiple_callbacks(callbacks, *args, **kwargs) -> None:

@@ -34,22 +34,31 @@ def _clip(x: torch.Tensor, bound: float) -> torch.Tensor:
 
 
 def _sgd_inplace(ws, gs, states, hp) -> None:
-    """SGD (with momentum when a state list is given) with in-place torch ops on CPU.
+    """SGD (with momentum when a state list is given) with in-place multi-tensor torch ops.
 
-    The same arithmetic as ``kernels.optimizer``'s references, without their temporaries and
-    copies back: ``mom = momentum*mom - lr*(clip(r*g) + wd*w); w += mom``.
+    The same arithmetic as ``kernels.optimizer``'s references without their temporaries and
+    copies back: ``mom = momentum*mom - lr*(clip(r*g) + wd*w); w += mom``; tensors sharing
+    (lr, wd) are updated together by ``torch._foreach_*`` (one call per group, not per tensor).
     """
-    moms = states[0] if states else [None] * len(ws)
-    for (lr, wd), w, g, mom in zip(hp.per_tensor(len(ws)), ws, gs, moms):
-        d = g * hp.rescale_grad
+    moms = states[0] if states else None
+    groups: dict[tuple, list[int]] = {}
+    for i, pair in enumerate(hp.per_tensor(len(ws))):
+        groups.setdefault(pair, []).append(i)
+    for (lr, wd), idx in groups.items():
+        w, g = [ws[i] for i in idx], [gs[i] for i in idx]
+        d = torch._foreach_mul(g, hp.rescale_grad)
         if hp.clip_gradient >= 0:
-            d.clamp_(-hp.clip_gradient, hp.clip_gradient)
-        d.add_(w, alpha=wd)
-        if mom is None:
-            w.sub_(d, alpha=lr)
-        else:
-            mom.mul_(hp.momentum).sub_(d, alpha=lr)
-            w.add_(mom)
+            torch._foreach_clamp_min_(d, -hp.clip_gradient)
+            torch._foreach_clamp_max_(d, hp.clip_gradient)
+        if wd:
+            torch._foreach_add_(d, w, alpha=wd)
+        if moms is None:
+            torch._foreach_add_(w, d, alpha=-lr)
+            continue
+        m = [moms[i] for i in idx]
+        torch._foreach_mul_(m, hp.momentum)
+        torch._foreach_add_(m, d, alpha=-lr)
+        torch._foreach_add_(w, m)
 
 
 _CPU_INPLACE = {"sgd_update": _sgd_inplace, "sgd_mom_update": _sgd_inplace}
