@@ -46,6 +46,9 @@ def _sgd_inplace(ws, gs, states, hp) -> None:
         groups.setdefault(pair, []).append(i)
     for (lr, wd), idx in groups.items():
         w, g = [ws[i] for i in idx], [gs[i] for i in idx]
+        if hp.clip_gradient < 0:  # no clipping: fold the scales into alphas, no temporaries
+            _sgd_unclipped(w, g, [moms[i] for i in idx] if moms else None, lr, wd, hp)
+            continue
         d = torch._foreach_mul(g, hp.rescale_grad)
         if hp.clip_gradient >= 0:
             torch._foreach_clamp_min_(d, -hp.clip_gradient)
@@ -59,6 +62,21 @@ def _sgd_inplace(ws, gs, states, hp) -> None:
         torch._foreach_mul_(m, hp.momentum)
         torch._foreach_add_(m, d, alpha=-lr)
         torch._foreach_add_(w, m)
+
+
+def _sgd_unclipped(w, g, m, lr: float, wd: float, hp) -> None:
+    """``lr*(r*g + wd*w)`` expanded as ``lr*r*g + lr*wd*w``: the same update in float32
+    tolerance, in as many passes as torch.optim.SGD."""
+    if m is None:
+        if wd:
+            torch._foreach_mul_(w, 1.0 - lr * wd)
+        torch._foreach_add_(w, g, alpha=-lr * hp.rescale_grad)
+        return
+    torch._foreach_mul_(m, hp.momentum)
+    torch._foreach_add_(m, g, alpha=-lr * hp.rescale_grad)
+    if wd:
+        torch._foreach_add_(m, w, alpha=-lr * wd)
+    torch._foreach_add_(w, m)
 
 
 _CPU_INPLACE = {"sgd_update": _sgd_inplace, "sgd_mom_update": _sgd_inplace}
