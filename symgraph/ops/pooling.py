@@ -213,6 +213,30 @@ def pool(p, x: torch.Tensor, pool_type: str | None = None) -> torch.Tensor:
     return _pool_cf(p, x, kind).contiguous()
 
 
+def _max_backward(p, x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """Max-pool gradient without autograd: pool the padded input once with indices, then
+    scatter-add ``dy`` to the first maximum of each window (overlapping windows add up)."""
+    spatial = tuple(x.shape[2:])
+    geom = _geometry(p, spatial)
+    kernel, stride, pad, out = geom
+    right = [max(0, (o - 1) * s - q + k - d) for d, k, s, q, o in zip(spatial, *geom)]
+    widths = [w for q, r in zip(reversed(pad), reversed(right)) for w in (q, r)]
+    xp = F.pad(x, widths, value=torch.finfo(x.dtype).min)
+    y, idx = _MAX[len(spatial)](xp, kernel, stride, return_indices=True)
+    dy_full = torch.zeros_like(y)
+    region = dy_full
+    for axis, o in enumerate(out):
+        region = region.narrow(axis + 2, 0, o)
+    region.copy_(dy)
+    n, c = x.shape[:2]
+    dxp = torch.zeros((n, c, xp[0, 0].numel()), dtype=dy.dtype, device=dy.device)
+    dxp.scatter_add_(2, idx.reshape(n, c, -1), dy_full.reshape(n, c, -1))
+    dxp = dxp.reshape(xp.shape)
+    for axis, (q, d) in enumerate(zip(pad, spatial)):
+        dxp = dxp.narrow(axis + 2, q, d)
+    return dxp.contiguous()
+
+
 def _vjp(p, x: torch.Tensor, dy: torch.Tensor, pool_type: str) -> torch.Tensor:
     with torch.enable_grad():
         xg = x.detach().requires_grad_(True)
@@ -235,6 +259,8 @@ def _backward_forward(p, ins, aux, rt):
         y = pool(p, x)
         scaled = torch.where(y == 0, torch.zeros_like(dy), dy / y ** (p.p_value - 1))
         return (x ** (p.p_value - 1) * _vjp(p, x, scaled, "sum"),)
+    if p.pool_type == "max" and not _channel_last(p, x.dim()):
+        return (_max_backward(p, x, dy),)
     return (_vjp(p, x, dy, p.pool_type),)
 
 
