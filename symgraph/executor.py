@@ -42,7 +42,8 @@ def _run_monitored(steps, v: list, rt: Runtime, callback, monitor_all: bool) -> 
                 callback(f"{node.name}_{name}", NDArray(v[slot]))
         _run([step[:5] + ((), node)], v, rt)
         for k, slot in enumerate(outs):
-            callback(node.output_name(k), NDArray(v[slot]))
+            if v[slot] is not None:  # an output nobody reads may not have been computed
+                callback(node.output_name(k), NDArray(v[slot]))
         for f in frees:
             v[f] = None
 

@@ -220,8 +220,23 @@ def _chain_reference(graph: IndexedGraph, members: list[int], ext: list[int],
     return reference
 
 
-def single_unit(layout, nid: int, device: torch.device, shapes, dtypes) -> Unit:
-    """A unit for one node: its Triton kernel, a generated kernel, or its torch reference."""
+def _params_for(node: Node, outs: list[int], read: Callable[[int], bool] | None):
+    """The node's params, telling an op that can skip them which outputs nobody reads."""
+    if read is None or not node.op.skips_unused_outputs:
+        return node.params
+    needed = tuple(read(s) for s in outs)
+    if all(needed):
+        return node.params
+    from .attrs import Params
+    return Params({**node.params, "_needed": needed})
+
+
+def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
+                read: Callable[[int], bool] | None = None) -> Unit:
+    """A unit for one node: its Triton kernel, a generated kernel, or its torch reference.
+
+    ``read(slot)`` says whether anything reads an output (ops may then skip the others).
+    """
     graph = layout.graph
     node = graph.nodes[nid]
     op = node.op
@@ -237,8 +252,8 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes) -> Unit:
             label = f"triton:{getattr(op.kernel, '__name__', op.name)}"
         elif _fusible(graph, nid, shapes, dtypes):
             return fused_unit(layout, [nid], shapes, dtypes, {}, set())
-    return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, node.params, label, node,
-                op.inplace)
+    return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, _params_for(node, outs, read),
+                label, node, op.inplace)
 
 
 def epilogue_pairs(layout, order: list[int], users, keep: set[int]) -> dict[int, int]:

@@ -144,14 +144,18 @@ class _Layout:
 def _units(layout: _Layout, order: list[int], ctx: dict) -> list[Unit]:
     """Launch units for one step list: fused chains where Triton is on, else single nodes."""
     device, shapes, dtypes = ctx["device"], ctx["shapes"], ctx["dtypes"]
+    users, keep = ctx["users"], ctx["keep"]
+
+    def read(slot: int) -> bool:
+        return slot in keep or bool(users.get(slot))
     if not (uses_triton(device) and config.get().fusion):
-        return [single_unit(layout, nid, device, shapes, dtypes) for nid in order]
+        return [single_unit(layout, nid, device, shapes, dtypes, read) for nid in order]
     pairs = epilogue_pairs(layout, order, ctx["users"], ctx["keep"])
     paired = set(pairs) | set(pairs.values())
     rest = [nid for nid in order if nid not in paired]
     groups = group(layout, rest, shapes, dtypes, ctx["users"], ctx["position"])
     placed = [(ctx["position"][g[-1]],
-               single_unit(layout, g[0], device, shapes, dtypes) if len(g) == 1 else
+               single_unit(layout, g[0], device, shapes, dtypes, read) if len(g) == 1 else
                fused_unit(layout, g, shapes, dtypes, ctx["users"], ctx["keep"]))
               for g in groups]
     placed += [(ctx["position"][a], epilogue_unit(layout, a, p)) for a, p in pairs.items()]

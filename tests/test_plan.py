@@ -55,3 +55,17 @@ def test_intermediates_are_freed_after_their_last_use():
     live = [v for v in exe._values if v is not None]
     # arguments (x, 4 weights, 4 biases) and the head: nothing else survives the step
     assert len(live) == 9 + 1
+
+
+def test_outputs_nobody_reads_are_not_computed():
+    net = mx.sym.Convolution(mx.sym.Variable("data"), kernel=(3, 3), num_filter=2, name="conv")
+    net = mx.sym.MakeLoss(mx.sym.sum(net))
+    exe = net.simple_bind(mx.cpu(), grad_req={"conv_weight": "write", "conv_bias": "write"},
+                          data=(1, 1, 5, 5))
+    exe.arg_dict["data"][:] = 1
+    exe.forward(is_train=True)
+    exe.backward()
+    step = next(s for s in exe._plan.backward if s[-1].op.name == "_backward_Convolution")
+    assert step[1]["_needed"] == (False, True, True)
+    assert exe._values[step[4][0]] is None  # the data gradient was skipped
+    np.testing.assert_allclose(exe.grad_dict["conv_weight"].asnumpy(), np.full((2, 1, 3, 3), 9))

@@ -140,6 +140,9 @@ class OpDef:
     view: bool = False
     # (output, input) pairs whose storage the output may take over when the input dies there
     inplace: tuple[tuple[int, int], ...] = ()
+    # forward reads p.get("_needed") (a bool per output, set by the plan when some outputs
+    # have no reader) and may return None for outputs nobody reads
+    skips_unused_outputs: bool = False
     # cross-parameter validation run when a node's attributes are parsed (MXNet's attr_parser)
     check: Callable[[Params], None] | None = None
     # extra attributes for inputs MXNet creates as variables, by slot name

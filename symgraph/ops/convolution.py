@@ -182,10 +182,11 @@ def _backward_shape(p, shapes):
 def _backward_forward(p, ins, aux, rt):
     dy, x, w = ins
     nd = len(p.kernel)
+    needed = p.get("_needed") or (True, True, True)  # an unread data gradient is skipped
     dx, dw, db = torch.ops.aten.convolution_backward(
         dy, x, w, None if p.no_bias else [p.num_filter], list(spatial(p, "stride", 1)),
         list(spatial(p, "pad", 0)), list(spatial(p, "dilate", 1)), False, [0] * nd,
-        p.num_group, [True, True, not p.no_bias])
+        p.num_group, [needed[0], needed[1], not p.no_bias and needed[-1]])
     return (dx, dw) if p.no_bias else (dx, dw, db)
 
 
@@ -208,7 +209,7 @@ PARAMS = (
 register(OpDef(
     name="_backward_Convolution", params=PARAMS, inputs=("ograd", "data", "weight"),
     outputs=_backward_outputs, hidden=True, infer_shape=_backward_shape,
-    forward=_backward_forward, kernel=triton_backward_convolution,
+    forward=_backward_forward, kernel=triton_backward_convolution, skips_unused_outputs=True,
     doc="Gradients of Convolution with respect to data, weight and (unless no_bias) bias."))
 
 register(OpDef(
