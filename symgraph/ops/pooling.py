@@ -213,9 +213,9 @@ def pool(p, x: torch.Tensor, pool_type: str | None = None) -> torch.Tensor:
     return _pool_cf(p, x, kind).contiguous()
 
 
-def _max_backward(p, x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
-    """Max-pool gradient without autograd: pool the padded input once with indices, then
-    scatter-add ``dy`` to the first maximum of each window (overlapping windows add up)."""
+def _padded_max(p, x: torch.Tensor):
+    """Max-pool channel-first ``x`` once with indices: (y, flat indices into the padded
+    input per channel, padded spatial shape), both cropped to the output size."""
     spatial = tuple(x.shape[2:])
     geom = _geometry(p, spatial)
     kernel, stride, pad, out = geom
@@ -223,15 +223,24 @@ def _max_backward(p, x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     widths = [w for q, r in zip(reversed(pad), reversed(right)) for w in (q, r)]
     xp = F.pad(x, widths, value=torch.finfo(x.dtype).min)
     y, idx = _MAX[len(spatial)](xp, kernel, stride, return_indices=True)
-    dy_full = torch.zeros_like(y)
-    region = dy_full
     for axis, o in enumerate(out):
-        region = region.narrow(axis + 2, 0, o)
-    region.copy_(dy)
+        y, idx = y.narrow(axis + 2, 0, o), idx.narrow(axis + 2, 0, o)
+    return y.contiguous(), idx, tuple(xp.shape[2:])
+
+
+def _max_backward(p, x: torch.Tensor, dy: torch.Tensor, idx=None) -> torch.Tensor:
+    """Max-pool gradient without autograd: scatter-add ``dy`` to the first maximum of each
+    window (overlapping windows add up), using the forward's workspace indices if given."""
+    spatial = tuple(x.shape[2:])
+    kernel, stride, pad, out = _geometry(p, spatial)
+    padded = tuple(d + q + max(0, (o - 1) * s - q + k - d)
+                   for d, k, s, q, o in zip(spatial, kernel, stride, pad, out))
+    if idx is None:
+        _, idx, padded = _padded_max(p, x)
     n, c = x.shape[:2]
-    dxp = torch.zeros((n, c, xp[0, 0].numel()), dtype=dy.dtype, device=dy.device)
-    dxp.scatter_add_(2, idx.reshape(n, c, -1), dy_full.reshape(n, c, -1))
-    dxp = dxp.reshape(xp.shape)
+    dxp = torch.zeros((n, c, math.prod(padded)), dtype=dy.dtype, device=dy.device)
+    dxp.scatter_add_(2, idx.reshape(n, c, -1).long(), dy.reshape(n, c, -1))
+    dxp = dxp.reshape((n, c) + padded)
     for axis, (q, d) in enumerate(zip(pad, spatial)):
         dxp = dxp.narrow(axis + 2, q, d)
     return dxp.contiguous()
@@ -245,22 +254,23 @@ def _vjp(p, x: torch.Tensor, dy: torch.Tensor, pool_type: str) -> torch.Tensor:
 
 
 def _forward(p, ins, aux, rt):
-    y = pool(p, ins[0])
     if not _workspace(p):
-        return (y,)
-    # present so that outputs are numbered as in MXNet; nothing reads it
-    return y, torch.zeros(y.shape, dtype=torch.int32, device=y.device)
+        return (pool(p, ins[0]),)
+    # MXNet's hidden workspace output: here the argmax of each window (flat index into the
+    # padded input plane), which the backward reads instead of pooling again
+    y, idx, _ = _padded_max(p, ins[0])
+    return y, idx.to(torch.int32)
 
 
 def _backward_forward(p, ins, aux, rt):
-    dy, x = ins
+    dy, x = ins[0], ins[1]
     if p.pool_type == "lp" and p.p_value in (2, 3):
         # MXNet's lp_grad: dy * (x / y) ** (p - 1), summed over windows, 0 where y == 0
         y = pool(p, x)
         scaled = torch.where(y == 0, torch.zeros_like(dy), dy / y ** (p.p_value - 1))
         return (x ** (p.p_value - 1) * _vjp(p, x, scaled, "sum"),)
     if p.pool_type == "max" and not _channel_last(p, x.dim()):
-        return (_max_backward(p, x, dy),)
+        return (_max_backward(p, x, dy, ins[2] if len(ins) > 2 else None),)
     return (_vjp(p, x, dy, p.pool_type),)
 
 
@@ -291,6 +301,8 @@ def triton_backward_pooling(p, ins, aux, rt):
 
 
 def _gradient(g, p, ins, outs, og):
+    if _workspace(p):
+        return [g.op("_backward_Pooling", og[0], ins[0], outs[1], **p)]
     return [g.op("_backward_Pooling", og[0], ins[0], **p)]
 
 
@@ -313,8 +325,10 @@ _PARAMS = (
 )
 
 register(OpDef(
-    name="_backward_Pooling", params=_PARAMS, inputs=("ograd", "data"), hidden=True,
-    infer_shape=lambda p, s: ([s[0], s[1]], [s[1]]) if s[1] else None,
+    name="_backward_Pooling", params=_PARAMS, hidden=True,
+    inputs=lambda p: ["ograd", "data", "workspace"] if _workspace(p) else ["ograd", "data"],
+    infer_shape=lambda p, s: (list(s), [s[1]]) if s[1] else None,
+    infer_type=lambda p, t: (list(t), [t[1]]) if t[1] is not None else None,
     forward=_backward_forward, kernel=triton_backward_pooling,
     doc="The data gradient of Pooling."))
 
