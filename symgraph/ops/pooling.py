@@ -189,7 +189,7 @@ def _pool_cf(p, x: torch.Tensor, pool_type: str) -> torch.Tensor:
     right = [max(0, (o - 1) * s - q + k - d) for d, k, s, q, o in zip(spatial, *geom)]
     widths = [w for q, r in zip(reversed(pad), reversed(right)) for w in (q, r)]
     if pool_type == "max":
-        xp = F.pad(x, widths, value=torch.finfo(x.dtype).min)
+        xp = F.pad(x, widths, value=torch.finfo(x.dtype).min) if any(widths) else x
         y = _MAX[nd](xp, kernel, stride)
     else:
         base = x if pool_type != "lp" or p.p_value == 1 else x ** p.p_value
@@ -221,7 +221,7 @@ def _padded_max(p, x: torch.Tensor):
     kernel, stride, pad, out = geom
     right = [max(0, (o - 1) * s - q + k - d) for d, k, s, q, o in zip(spatial, *geom)]
     widths = [w for q, r in zip(reversed(pad), reversed(right)) for w in (q, r)]
-    xp = F.pad(x, widths, value=torch.finfo(x.dtype).min)
+    xp = F.pad(x, widths, value=torch.finfo(x.dtype).min) if any(widths) else x
     y, idx = _MAX[len(spatial)](xp, kernel, stride, return_indices=True)
     for axis, o in enumerate(out):
         y, idx = y.narrow(axis + 2, 0, o), idx.narrow(axis + 2, 0, o)
@@ -238,6 +238,14 @@ def _max_backward(p, x: torch.Tensor, dy: torch.Tensor, idx=None) -> torch.Tenso
     if idx is None:
         _, idx, padded = _padded_max(p, x)
     n, c = x.shape[:2]
+    pooled = tuple((q - k) // st + 1 for q, k, st in zip(padded, kernel, stride))
+    if len(spatial) == 2 and pooled == tuple(out):  # torch's native max-pool backward
+        dxp = torch.ops.aten.max_pool2d_with_indices_backward(
+            dy.contiguous(), torch.empty((n, c) + padded, dtype=dy.dtype, device=dy.device),
+            list(kernel), list(stride), [0, 0], [1, 1], False, idx.long())
+        for axis, (q, d) in enumerate(zip(pad, spatial)):
+            dxp = dxp.narrow(axis + 2, q, d)
+        return dxp.contiguous()
     dxp = torch.zeros((n, c, math.prod(padded)), dtype=dy.dtype, device=dy.device)
     dxp.scatter_add_(2, idx.reshape(n, c, -1).long(), dy.reshape(n, c, -1))
     dxp = dxp.reshape((n, c) + padded)
