@@ -24,7 +24,8 @@ def wanted(device: torch.device, steps: list) -> bool:
     """Whether this step list should be captured on ``device``."""
     if device.type != "cuda" or not config.get().cuda_graphs or not steps:
         return False
-    return not any(step[-1].op is not None and step[-1].op.random for step in steps)
+    return not any(step[-1].op is not None and step[-1].op.draws_random(step[1])
+                   for step in steps)
 
 
 class GraphedCall:

@@ -125,7 +125,8 @@ class OpDef:
     loss: bool = False  # gradient ignores the head gradient (SoftmaxOutput, MakeLoss, ...)
     hidden: bool = False  # internal op (backward helpers); no public sym.X function
     key_var_num_args: str | None = None  # param that counts variadic inputs ("num_args")
-    random: bool = False  # draws from the generator: forward is not a pure function
+    # draws from the generator (forward is not a pure function): bool, or p -> bool
+    random: Any = False
     mutates_aux: bool = False  # training forward updates aux states in place
     # Triton expression of an elementwise op: a str.format template over the inputs ({0}, {1},
     # ...) and params ({scalar}), e.g. "tl.maximum({0}, 0.0)"; or p -> template. The plan
@@ -157,6 +158,10 @@ class OpDef:
 
     def output_names(self, p: Params) -> list[str]:
         return _names(self.outputs)(p)
+
+    def draws_random(self, p: Params) -> bool:
+        """Whether a node with these params draws random numbers."""
+        return bool(self.random(p) if callable(self.random) else self.random)
 
     def activation_name(self, p: Params) -> str | None:
         """Which activation the op is (None: not a pure activation)."""

@@ -243,7 +243,7 @@ register(OpDef(
     name="LeakyReLU", params=_PARAMS, inputs=_inputs, outputs=_outputs,
     infer_shape=_shape, forward=_forward, gradient=_gradient, expr=_expr,
     kernel=triton_leaky_relu,
-    random=True,  # rrelu draws its slopes
+    random=lambda p: p.act_type == "rrelu",  # rrelu draws its slopes
     var_attrs={"gamma": {"__init__": '["Constant", {"value": 0.25}]'}},  # MXNet's, any slope
     cases=(Case(((3, 5),)),
            Case(((2, 3, 4),), {"act_type": "leaky", "slope": 0.1}),
