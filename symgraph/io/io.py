@@ -132,7 +132,25 @@ class DataIter:
         """How many samples at the end of the current batch are padding."""
 
 
-class ResizeIter(DataIter):
+class _CurrentBatchIter(DataIter):
+    """An iterator whose getters read the batch its ``iter_next`` stored."""
+
+    current_batch: DataBatch | None = None
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+class ResizeIter(_CurrentBatchIter):
     """Make ``data_iter`` yield exactly ``size`` batches per epoch, wrapping around.
 
     >>> base = NDArrayIter(np.arange(3), batch_size=1)
@@ -168,18 +186,6 @@ class ResizeIter(DataIter):
             self.current_batch = self.data_iter.next()
         self.cur += 1
         return True
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
 
 
 def _init_data(data, allow_empty: bool, default_name: str) -> list:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import queue
 import threading
 
-from .io import DataBatch, DataDesc, DataIter
+from .io import DataBatch, DataDesc, _CurrentBatchIter
 
 _POLL_S = 0.05  # how often blocked puts/gets look at the stop flag and the worker's health
 
@@ -41,7 +41,7 @@ def _renamed(descs, renames: dict) -> list:
             else DataDesc(*x) for x in descs]
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_CurrentBatchIter):
     """Combine iterators and prefetch their next batches on a background thread.
 
     The thread starts on the first batch and stays at most one batch ahead (a bounded
@@ -157,15 +157,3 @@ class PrefetchingIter(DataIter):
         if self.iter_next():
             return self.current_batch
         raise StopIteration
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad

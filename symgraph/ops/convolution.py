@@ -168,11 +168,13 @@ def _gradient(g, p, ins, outs, og):
     return g.multi("_backward_Convolution", og[0], ins[0], ins[1], **p)
 
 
-def _backward_outputs(p) -> list[str]:
+def backward_outputs(p) -> list[str]:
+    """Outputs of the convolution-family backward ops: data, weight (and bias) gradients."""
     return ["data_grad", "weight_grad"] + ([] if p.no_bias else ["bias_grad"])
 
 
-def _backward_shape(p, shapes):
+def backward_shape(p, shapes):
+    """Gradients have the shapes of data, weight (and the bias, ``(num_filter,)``)."""
     dy, data, weight = shapes
     if not data or not weight:
         return None
@@ -208,7 +210,7 @@ PARAMS = (
 
 register(OpDef(
     name="_backward_Convolution", params=PARAMS, inputs=("ograd", "data", "weight"),
-    outputs=_backward_outputs, hidden=True, infer_shape=_backward_shape,
+    outputs=backward_outputs, hidden=True, infer_shape=backward_shape,
     forward=_backward_forward, kernel=triton_backward_convolution, skips_unused_outputs=True,
     doc="Gradients of Convolution with respect to data, weight and (unless no_bias) bias."))
 

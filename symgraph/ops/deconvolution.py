@@ -39,6 +39,8 @@ from .base import Case, OpDef, register
 from .convolution import (
     CUDNN_TUNE_CHOICES,
     LAYOUT_CHOICES,
+    backward_outputs,
+    backward_shape,
     check_data,
     check_groups,
     check_params,
@@ -145,17 +147,6 @@ def _gradient(g, p, ins, outs, og):
     return g.multi("_backward_Deconvolution", og[0], ins[0], ins[1], **p)
 
 
-def _backward_outputs(p) -> list[str]:
-    return ["data_grad", "weight_grad"] + ([] if p.no_bias else ["bias_grad"])
-
-
-def _backward_shape(p, shapes):
-    dy, data, weight = shapes
-    if not data or not weight:
-        return None
-    return shapes, [data, weight] + ([] if p.no_bias else [(p.num_filter,)])
-
-
 def _backward_forward(p, ins, aux, rt):
     dy, x, w = ins
     pads, adjs = pad_adj(p, tuple(x.shape[2:]))
@@ -187,7 +178,7 @@ PARAMS = (
 
 register(OpDef(
     name="_backward_Deconvolution", params=PARAMS, inputs=("ograd", "data", "weight"),
-    outputs=_backward_outputs, hidden=True, infer_shape=_backward_shape,
+    outputs=backward_outputs, hidden=True, infer_shape=backward_shape,
     forward=_backward_forward, kernel=triton_backward_deconvolution,
     doc="Gradients of Deconvolution with respect to data, weight and (unless no_bias) bias."))
 
