@@ -62,6 +62,9 @@ def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slic
         if isinstance(dsts, NDArray):  # one device: the whole array
             dsts[:] = src
             continue
+        if len(dsts) == 1 and isinstance(src, NDArray) and src._t.shape == dsts[0]._t.shape:
+            dsts[0]._t.copy_(src._t)  # the whole batch into one device: a plain copy
+            continue
         src_t = src._t if isinstance(src, NDArray) else np.asarray(src)
         for sl, dst in zip(slices, dsts):
             piece = src_t.narrow(axis, sl.start, sl.stop - sl.start) if hasattr(src_t, "narrow") \

@@ -80,3 +80,27 @@ def test_predict_and_internal_handles():
     assert len(mod._exec_group.execs) == 1 and mod._optimizer is not None
     with pytest.raises(ValueError, match="number of epochs"):
         mod.fit(_iters()[0])
+
+
+def test_forward_rebinds_when_the_batch_shape_changes():
+    # MXNet 1.9.1 Module.forward compares the batch arrays' shapes with the bound ones and,
+    # without provide_data, reshapes to the arrays' shapes (labels from the batch's labels)
+    mod = mx.mod.Module(_mlp(hidden=4), context=mx.cpu())
+    mod.bind([mx.io.DataDesc("data", (4, 6))], [mx.io.DataDesc("softmax_label", (4,))])
+    mod.init_params(mx.init.Xavier())
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, (7, 6)).astype(np.float32)
+    mod.forward(mx.io.DataBatch([mx.nd.array(x[:4])], [mx.nd.zeros((4,))]), is_train=False)
+    first = mod.get_outputs()[0].asnumpy()
+    mod.forward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.zeros((7,))]), is_train=False)
+    assert mod.data_shapes[0].shape == (7, 6) and mod.label_shapes[0].shape == (7,)
+    out = mod.get_outputs()[0].asnumpy()
+    assert out.shape == (7, 10)
+    np.testing.assert_allclose(out[:4], first, rtol=1e-5, atol=1e-6)
+    # provide_data names the new shapes when the batch has it
+    batch = mx.io.DataBatch([mx.nd.array(x[:2])], [mx.nd.zeros((2,))],
+                            provide_data=[mx.io.DataDesc("data", (2, 6))],
+                            provide_label=[mx.io.DataDesc("softmax_label", (2,))])
+    mod.forward(batch, is_train=False)
+    assert mod.get_outputs()[0].shape == (2, 10)
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), first[:2], rtol=1e-5, atol=1e-6)

@@ -9,8 +9,11 @@ from __future__ import annotations
 import logging
 import warnings
 
+import numpy as np
+
 from ..context import Context, cpu
 from ..executor_group import DataParallelExecutorGroup
+from ..io import DataDesc
 from ..model import (
     _create_kvstore,
     _initialize_kvstore,
@@ -25,6 +28,18 @@ from .base_module import BaseModule
 
 def _names(desc_list) -> list[str]:
     return [d.name if hasattr(d, "name") else d[0] for d in desc_list or []]
+
+
+def _shapes(desc_list) -> tuple:
+    """The shapes of DataDescs or ``(name, shape)`` pairs, as a tuple of tuples."""
+    return tuple(tuple(d.shape if hasattr(d, "shape") else d[1]) for d in desc_list or [])
+
+
+def _desc_like(desc, shape):
+    """A DataDesc named (and typed, laid out) like ``desc`` with another shape."""
+    name = desc.name if hasattr(desc, "name") else desc[0]
+    return DataDesc(name, tuple(shape), getattr(desc, "dtype", np.float32),
+                    getattr(desc, "layout", "NCHW"))
 
 
 class Module(BaseModule):
@@ -69,6 +84,8 @@ class Module(BaseModule):
         self._preload_opt_states = None
         self._exec_group = None
         self._data_shapes = self._label_shapes = None
+        self._bound_data_shapes = None
+        self._bound_data_shapes = None
 
     # ------------------------------------------------------------ checkpoints
     @staticmethod
@@ -183,6 +200,7 @@ class Module(BaseModule):
         self.binded = False
         self._exec_group = None
         self._data_shapes = self._label_shapes = None
+        self._bound_data_shapes = None
 
     def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
              force_rebind=False, shared_module=None, grad_req="write") -> None:
@@ -197,6 +215,7 @@ class Module(BaseModule):
         self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
         self._data_shapes = list(data_shapes)
         self._label_shapes = list(label_shapes or [])
+        self._bound_data_shapes = _shapes(self._data_shapes)
         shared_group = shared_module._exec_group if shared_module is not None else None
         self._exec_group = DataParallelExecutorGroup(
             self._symbol, self._context, self._work_load_list, self._data_shapes,
@@ -222,6 +241,7 @@ class Module(BaseModule):
         """Rebind for new input shapes (parameters are shared)."""
         assert self.binded
         self._data_shapes, self._label_shapes = list(data_shapes), list(label_shapes or [])
+        self._bound_data_shapes = _shapes(self._data_shapes)
         self._exec_group.reshape(self._data_shapes, self._label_shapes)
 
     # ------------------------------------------------------------ optimizer
@@ -295,15 +315,25 @@ class Module(BaseModule):
 
     # ------------------------------------------------------------ computation
     def forward(self, data_batch, is_train=None) -> None:
-        """Forward a batch (rebinding first when its shapes differ from the bound ones)."""
+        """Forward a batch, rebinding first when its data arrays' shapes differ from the bound
+        ones (as MXNet 1.9.1: the new shapes come from the batch's ``provide_data`` and
+        ``provide_label`` if it has them, else from its arrays)."""
         assert self.binded and self.params_initialized
-        shapes = getattr(data_batch, "provide_data", None)
-        if shapes and [tuple(getattr(d, "shape", d[1] if isinstance(d, tuple) else ()))
-                       for d in shapes] != [tuple(d.shape if hasattr(d, "shape") else d[1])
-                                            for d in self._data_shapes]:
-            self.reshape(shapes, getattr(data_batch, "provide_label", None) or
-                         self._label_shapes)
+        if data_batch is not None:
+            new_shapes = tuple(d.shape for d in data_batch.data)
+            if new_shapes != self._bound_data_shapes:
+                self._reshape_to_batch(data_batch, new_shapes)
         self._exec_group.forward(data_batch, is_train)
+
+    def _reshape_to_batch(self, data_batch, new_shapes) -> None:
+        data_descs = getattr(data_batch, "provide_data", None)
+        if not data_descs:
+            data_descs = [_desc_like(d, shape) for d, shape in zip(self._data_shapes, new_shapes)]
+        label_descs = getattr(data_batch, "provide_label", None)
+        labels = getattr(data_batch, "label", None)
+        if not label_descs and labels:
+            label_descs = [_desc_like(d, lab.shape) for d, lab in zip(self._label_shapes, labels)]
+        self.reshape(data_descs, label_descs or None)
 
     def backward(self, out_grads=None) -> None:
         """Backward on every context."""
