@@ -72,6 +72,15 @@ def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slic
             dst[:] = NDArray(piece) if hasattr(piece, "narrow") else piece
 
 
+def _rows(label, sl: slice):
+    """``label[sl]`` (a view for an NDArray); the label itself when ``sl`` spans all of it."""
+    if isinstance(label, NDArray):
+        if sl.start == 0 and label._t.shape[0] == sl.stop:
+            return label
+        return label[sl.start:sl.stop]
+    return np.asarray(label)[sl]
+
+
 def _merge_multi_context(outputs: list[list[NDArray]], axes: Sequence[int]) -> list[NDArray]:
     """Concatenate per-device outputs along their batch axes (on the first device)."""
     merged = []
@@ -127,6 +136,7 @@ class DataParallelExecutorGroup:
         self.workload = list(workload or [1] * len(self.contexts))
         self.param_names = list(param_names)
         self.arg_names = symbol.list_arguments()
+        self.output_names = symbol.list_outputs()
         self.aux_names = symbol.list_auxiliary_states()
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
@@ -272,11 +282,10 @@ class DataParallelExecutorGroup:
             if pre_sliced:
                 labels_slice = labels[i]
             else:
-                labels_slice = [lab[sl.start:sl.stop] if isinstance(lab, NDArray)
-                                else np.asarray(lab)[sl] for lab in labels]
+                labels_slice = [_rows(lab, sl) for lab in labels]
             if hasattr(eval_metric, "update_dict") and self.label_names:
                 eval_metric.update_dict(dict(zip(self.label_names, labels_slice)),
-                                        dict(zip(self.symbol.list_outputs(), exe.outputs)))
+                                        dict(zip(self.output_names, exe.outputs)))
             else:
                 eval_metric.update(labels_slice, exe.outputs)
 

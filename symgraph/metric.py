@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy
+import torch
 
 _REGISTRY: dict[str, type] = {}
 _NUMERIC = (float, int, numpy.generic)
@@ -33,6 +34,19 @@ def _host(x) -> numpy.ndarray:
     if hasattr(x, "detach"):
         return x.detach().cpu().numpy()
     return numpy.asarray(x)
+
+
+def _host_view(x) -> numpy.ndarray:
+    """Like :func:`_host`, but a CPU array's own memory (no copy): read it, never write it."""
+    t = getattr(x, "_t", x)
+    if hasattr(t, "is_cpu") and t.is_cpu and t.dtype != torch.bfloat16:
+        return t.detach().numpy() if t.requires_grad else t.numpy()
+    return _host(x)
+
+
+def _on_accelerator(x) -> bool:
+    t = getattr(x, "_t", x)
+    return isinstance(t, torch.Tensor) and not t.is_cpu
 
 
 def _is_array(x) -> bool:
@@ -316,13 +330,34 @@ class Accuracy(_Accumulating):
     def update(self, labels, preds) -> None:
         labels, preds = check_label_shapes(labels, preds, True)
         for label, pred_label in zip(labels, preds):
-            pred_label, label = _host(pred_label), _host(label)
+            if _on_accelerator(pred_label):  # count where the outputs are; copy one number
+                self._add(*_accuracy_counts_torch(pred_label, label, self.axis))
+                continue
+            pred_label, label = _host_view(pred_label), _host_view(label)
             if pred_label.shape != label.shape:
                 pred_label = numpy.argmax(pred_label, axis=self.axis)
-            pred_label = pred_label.astype("int32").flat
-            label = label.astype("int32").flat
+            pred_label = pred_label.astype("int32").ravel()
+            label = label.astype("int32").ravel()
             check_label_shapes(label, pred_label)
-            self._add((pred_label == label).sum(), len(pred_label))
+            self._add(numpy.count_nonzero(pred_label == label), len(pred_label))
+
+
+def _accuracy_counts_torch(pred, label, axis: int) -> tuple[int, int]:
+    """Accuracy's ``(correct, total)`` computed by torch on ``pred``'s device.
+
+    Same steps as the numpy path (argmax when the shapes differ, truncation to int32).
+    """
+    pred = getattr(pred, "_t", pred)
+    label_t = getattr(label, "_t", label)
+    if not isinstance(label_t, torch.Tensor):
+        label_t = torch.from_numpy(numpy.ascontiguousarray(_host(label)))
+    label = label_t.to(pred.device)
+    if pred.shape != label.shape:
+        pred = pred.argmax(dim=axis)
+    pred = pred.to(torch.int32).reshape(-1)
+    label = label.to(torch.int32).reshape(-1)
+    check_label_shapes(label, pred)
+    return int((pred == label).sum().item()), pred.numel()
 
 
 @register

@@ -115,3 +115,22 @@ def test_errors():
         mx.metric.TopKAccuracy(top_k=1)
     with pytest.raises(ValueError, match="binary"):
         mx.metric.F1().update([mx.nd.array([0, 1, 2])], [mx.nd.array(np.eye(3)[:, :2])])
+
+
+@pytest.mark.parametrize("shape,axis", [((6, 4), 1), ((3, 4, 2), 1), ((6,), 1), ((2, 3, 4), 2)])
+def test_accuracy_device_counts_match_numpy_path(shape, axis):
+    # outputs on an accelerator are counted by torch there; the counts equal the host path's
+    from symgraph.metric import _accuracy_counts_torch
+    rng = np.random.RandomState(3)
+    pred = rng.uniform(-3, 3, shape).astype(np.float32)
+    pred[0, ...] = 1.0  # ties: the first maximum, as numpy
+    lshape = shape if len(shape) == 1 else shape[:axis] + shape[axis + 1:]
+    label = rng.randint(0, 4, lshape).astype(np.float32) + 0.7  # float labels truncate
+    m = mx.metric.Accuracy(axis=axis)
+    m.update([mx.nd.array(label)], [mx.nd.array(pred)])
+    correct, total = _accuracy_counts_torch(mx.nd.array(pred), mx.nd.array(label), axis)
+    assert (correct, total) == (m.sum_metric, m.num_inst)
+    assert _accuracy_counts_torch(mx.nd.array(pred), label, axis) == (correct, total)
+    if len(shape) > 1:
+        with pytest.raises(ValueError, match="does not match"):
+            _accuracy_counts_torch(mx.nd.array(pred), mx.nd.array(np.zeros(7)), axis)
