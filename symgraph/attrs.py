@@ -164,15 +164,18 @@ _KIND_WORDS = {"bool": "boolean", "bool_or_none": "boolean or None", "shape": "S
 
 
 class Params(dict):
-    """Parsed operator parameters with attribute access (``p.num_hidden``)."""
+    """Parsed operator parameters with attribute access (``p.num_hidden``).
 
-    __slots__ = ()
+    The instance's ``__dict__`` is the dict itself, so ``p.num_hidden`` is a plain attribute
+    lookup (ops read params on every step; ``__getattr__`` costs 20x more).
+    """
 
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            raise AttributeError(key) from None
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.__dict__ = self
+
+    def __reduce__(self):
+        return (type(self), (dict(self),))
 
 
 # Attributes MXNet always stores with double underscores (``lr_mult`` -> ``__lr_mult__``).

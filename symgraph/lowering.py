@@ -243,6 +243,7 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
     ins = layout.ins[nid]
     n_reg = node.num_regular_inputs()
     outs = list(range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
+    params = _params_for(node, outs, read)
     fn, label = op.forward, f"torch:{op.name}"
     if op.view:  # a reshape: metadata only, no kernel launch on any backend
         fn, label = op.forward, f"view:{op.name}"
@@ -252,8 +253,9 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
             label = f"triton:{getattr(op.kernel, '__name__', op.name)}"
         elif _fusible(graph, nid, shapes, dtypes):
             return fused_unit(layout, [nid], shapes, dtypes, {}, set())
-    return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, _params_for(node, outs, read),
-                label, node, op.inplace)
+    elif op.prepare is not None:
+        fn = op.prepare(params, [shapes[s] for s in ins], [shapes[s] for s in outs]) or fn
+    return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, params, label, node, op.inplace)
 
 
 def epilogue_pairs(layout, order: list[int], users, keep: set[int]) -> dict[int, int]:

@@ -274,28 +274,26 @@ def _take_block(mem: MemoryPlan, free: list[int], size: int) -> int:
 def bind_outputs(plan: Plan, targets: dict[int, torch.Tensor]) -> set[int]:
     """Make backward steps write the given slots straight into the given tensors.
 
-    A step qualifies when it has a single output, its op has ``forward_into`` and the
-    target matches the slot's shape and dtype. Returns the slots placed this way.
+    A step qualifies when it runs the torch reference, has a single output, its op's
+    ``prepare`` accepts ``out`` and the target matches the slot's shape and dtype. Returns
+    the slots placed this way.
     """
     placed: set[int] = set()
     for i, step in enumerate(plan.backward):
         fn, p, ins, aux, outs, frees, node = step
         out = targets.get(outs[0]) if len(outs) == 1 else None
         # only reference steps: a Triton step keeps its kernel
-        if out is None or node.op is None or node.op.forward_into is None or \
-                fn is not node.op.forward:
+        if out is None or node.op is None or node.op.prepare is None or \
+                not plan.impl.get(node.name, "").startswith("torch:"):
             continue
         if tuple(out.shape) != plan.shapes[outs[0]] or \
                 out.dtype != NAME_TO_TORCH[plan.dtypes[outs[0]]]:
             continue
-        plan.backward[i] = (_into(node.op.forward_into, out), p, ins, aux, outs,
-                            tuple(f for f in frees if f != outs[0]), node)
+        into = node.op.prepare(p, [plan.shapes[s] for s in ins + aux], [plan.shapes[outs[0]]],
+                               out)
+        if into is None:
+            continue
+        plan.backward[i] = (into, p, ins, aux, outs, tuple(f for f in frees if f != outs[0]),
+                            node)
         placed.add(outs[0])
     return placed
-
-
-def _into(forward_into, out: torch.Tensor):
-    def run(p, ins, aux, rt):
-        forward_into(p, ins, aux, rt, out)
-        return (out,)
-    return run

@@ -146,6 +146,11 @@ class OpDef:
     skips_unused_outputs: bool = False
     # cross-parameter validation run when a node's attributes are parsed (MXNet's attr_parser)
     check: Callable[[Params], None] | None = None
+    # bind-time specialisation of the torch reference: (p, input+aux shapes, output shapes,
+    # out) -> a forward for exactly these shapes, with the per-step work (axis normalisation,
+    # flattening, parameter decoding) done once. Given ``out`` (a tensor) the returned forward
+    # writes its single output there and returns ``(out,)``. None: nothing to specialise.
+    prepare: Callable | None = None
     # extra attributes for inputs MXNet creates as variables, by slot name
     # (BatchNorm's moving_mean gets __init__ '["zero", {}]')
     var_attrs: Any = None

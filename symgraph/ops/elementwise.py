@@ -383,16 +383,16 @@ def _activation_backward(name: str, ref, expr: str, grad) -> OpDef:
 
 
 _activation_backward(
-    "_backward_relu", lambda dy, y: torch.ops.aten.threshold_backward(dy, y, 0),
+    "_backward_relu", lambda dy, y: torch.ops.aten.threshold_backward.default(dy, y, 0),
     "dy * (y > 0)",
     lambda g, dy, y, dz: (g.op("_backward_relu", dz, y), g.op("zeros_like", y)))
 _activation_backward(
-    "_backward_sigmoid", torch.ops.aten.sigmoid_backward, "dy * y * (1 - y)",
+    "_backward_sigmoid", torch.ops.aten.sigmoid_backward.default, "dy * y * (1 - y)",
     lambda g, dy, y, dz: (g.op("_backward_sigmoid", dz, y),
                           _mul(g, _mul(g, dz, dy), _scalar(g, "_rminus_scalar",
                                                              _scalar(g, "_mul_scalar", y, 2.0),
                                                              1.0))))
 _activation_backward(
-    "_backward_tanh", torch.ops.aten.tanh_backward, "dy * (1 - y * y)",
+    "_backward_tanh", torch.ops.aten.tanh_backward.default, "dy * (1 - y * y)",
     lambda g, dy, y, dz: (g.op("_backward_tanh", dz, y),
                           _scalar(g, "_mul_scalar", _mul(g, _mul(g, dz, dy), y), -2.0)))

@@ -34,6 +34,21 @@ def _forward(p, ins, aux, rt):
     return (torch.nn.functional.linear(x, w, b),)
 
 
+def _prepare(p, in_shapes, out_shapes, out=None):
+    """``linear`` on a fixed shape: whether to flatten the data is decided once."""
+    if out is not None:
+        return None
+    linear = torch.nn.functional.linear
+    rows = in_shapes[0][0]
+    if p.flatten and len(in_shapes[0]) != 2:
+        if p.no_bias:
+            return lambda p, ins, aux, rt: (linear(ins[0].reshape(rows, -1), ins[1]),)
+        return lambda p, ins, aux, rt: (linear(ins[0].reshape(rows, -1), ins[1], ins[2]),)
+    if p.no_bias:
+        return lambda p, ins, aux, rt: (linear(ins[0], ins[1]),)
+    return lambda p, ins, aux, rt: (linear(ins[0], ins[1], ins[2]),)
+
+
 def triton_fully_connected(p, ins, aux, rt, act=None):
     """Triton kernel: one matmul with the bias (and an activation) fused into its epilogue."""
     from kernels.gemm import linear
@@ -77,7 +92,7 @@ register(OpDef(
             Param("no_bias", "bool", False, doc="Whether to disable the bias."),
             Param("flatten", "bool", True, doc="Flatten all but the first axis of data.")),
     inputs=_inputs, infer_shape=_shape, forward=_forward, gradient=_gradient,
-    epilogue=_epilogue,
+    epilogue=_epilogue, prepare=_prepare,
     kernel=triton_fully_connected,
     cases=(Case(((4, 5), (3, 5), (3,)), {"num_hidden": 3}),
            Case(((2, 3, 4), (6, 12)), {"num_hidden": 6, "no_bias": True}),

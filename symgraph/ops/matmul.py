@@ -71,13 +71,21 @@ def triton_batch_dot(p, ins, aux, rt):
     return (bmm(_bt(ins[0], p.transpose_a), _bt(ins[1], p.transpose_b)),)
 
 
-def _dot_into(p, ins, aux, rt, out):
-    a = _t(ins[0]) if p.transpose_a else ins[0]
-    b = _t(ins[1]) if p.transpose_b else ins[1]
-    if a.dim() == 2 and b.dim() == 2:
-        torch.mm(a, b, out=out)
-    else:
-        out.copy_(_dot_forward(p, ins, aux, rt)[0])
+def _dot_prepare(p, in_shapes, out_shapes, out=None):
+    """2-D ``dot``: transposes resolved at bind time; ``out`` given: ``torch.mm`` into it."""
+    if len(in_shapes[0]) != 2 or len(in_shapes[1]) != 2:
+        return None
+    ta, tb = p.transpose_a, p.transpose_b
+    if out is None:
+        def mm(p, ins, aux, rt):
+            return (torch.mm(ins[0].t() if ta else ins[0], ins[1].t() if tb else ins[1]),)
+        return mm
+    result = (out,)
+
+    def mm_into(p, ins, aux, rt):
+        torch.mm(ins[0].t() if ta else ins[0], ins[1].t() if tb else ins[1], out=out)
+        return result
+    return mm_into
 
 
 def _dot_grad(g, p, ins, outs, og):
@@ -108,7 +116,7 @@ register(OpDef(
 
 register(OpDef(
     name="dot", params=_PARAMS, inputs=("lhs", "rhs"), infer_shape=_dot_shape,
-    forward=_dot_forward, gradient=_dot_grad, forward_into=_dot_into, kernel=triton_dot,
+    forward=_dot_forward, gradient=_dot_grad, prepare=_dot_prepare, kernel=triton_dot,
     cases=(Case(((3, 4), (4, 5))), Case(((4, 3), (4, 5)), {"transpose_a": True}),
            Case(((3, 4), (5, 4)), {"transpose_b": True}),
            Case(((4, 3), (5, 4)), {"transpose_a": True, "transpose_b": True}),

@@ -99,21 +99,34 @@ _CASES = (Case(((3, 4, 5),), {}), Case(((3, 4, 5),), {"axis": 1}),
           Case(((3, 4, 5),), {"axis": 1, "exclude": True}))
 
 
-def _sum_into(p, ins, aux, rt, out):
-    x = ins[0]
-    axes = reduce_axes(p, x.dim())
-    if not axes:
-        out.copy_(x)
-    else:
-        torch.sum(x, dim=axes, keepdim=p.keepdims, out=out.view(_torch_reduced(p, x)))
-
-
-def _torch_reduced(p, x) -> tuple:
+def _torch_reduced(p, shape: tuple) -> tuple:
     """The shape torch gives a reduction (no MXNet (1,) for full reductions)."""
-    axes = reduce_axes(p, x.dim())
+    axes = reduce_axes(p, len(shape))
     if p.keepdims:
-        return tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _prepared(fn):
+    """``prepare`` for a reduction: axes and output view decided once at bind time."""
+    def prepare(p, in_shapes, out_shapes, out=None):
+        axes, keep = reduce_axes(p, len(in_shapes[0])), p.keepdims
+        shape = tuple(out_shapes[0])
+        if not axes:
+            if out is None:
+                return lambda p, ins, aux, rt: (ins[0].clone(),)
+            return lambda p, ins, aux, rt: (out.copy_(ins[0]),)
+        if out is None:
+            return lambda p, ins, aux, rt: (fn(ins[0], axes, keep).reshape(shape),)
+        if fn is not _sum:
+            return None
+        view, result = out.view(_torch_reduced(p, tuple(in_shapes[0]))), (out,)
+
+        def sum_into(p, ins, aux, rt):
+            torch.sum(ins[0], dim=axes, keepdim=keep, out=view)
+            return result
+        return sum_into
+    return prepare
 
 
 def _triton_reduction(name, fn):
@@ -129,17 +142,20 @@ def _triton_reduction(name, fn):
     return run
 
 
-def _reduction(name, fn, grad, aliases=(), low=-1.0, high=1.0, into=None):
+def _reduction(name, fn, grad, aliases=(), low=-1.0, high=1.0):
     cases = tuple(Case(c.shapes, c.attrs, low=low, high=high) for c in _CASES)
     register(OpDef(name=name, params=_PARAMS, infer_shape=_shape, gradient=grad,
-                   forward_into=into, kernel=_triton_reduction(name, fn),
+                   prepare=_prepared(fn), kernel=_triton_reduction(name, fn),
                    aliases=aliases, cases=cases,
                    forward=lambda p, ins, aux, rt: (_apply(fn, p, ins[0]),),
                    doc=f"``{name}`` over the given axes (MXNet 1.x reduce semantics)."))
 
 
-_reduction("sum", lambda x, a, k: torch.sum(x, dim=a, keepdim=k), _sum_grad, ("sum_axis",),
-           into=_sum_into)
+def _sum(x, axes, keep):
+    return torch.sum(x, dim=axes, keepdim=keep)
+
+
+_reduction("sum", _sum, _sum_grad, ("sum_axis",))
 _reduction("mean", lambda x, a, k: torch.mean(x, dim=a, keepdim=k), _mean_grad)
 _reduction("max", _amax, _extreme_grad, ("max_axis",))
 _reduction("min", _amin, _extreme_grad, ("min_axis",))

@@ -99,6 +99,45 @@ def _backward_forward(p, ins, aux, rt):
     return (_from_2d(p, grad, out.shape),)
 
 
+def _prepare_forward(p, in_shapes, out_shapes, out=None):
+    """Softmax over the class axis of a fixed shape: one reshape and one softmax per step."""
+    if out is not None or p.multi_output:
+        return None
+    shape = tuple(in_shapes[0])
+    classes = shape[-1] if p.preserve_shape else math.prod(shape[1:])
+    if len(shape) == 2 and not p.preserve_shape:
+        return lambda p, ins, aux, rt: (torch.softmax(ins[0], -1),)
+    return lambda p, ins, aux, rt: (torch.softmax(ins[0].reshape(-1, classes), -1)
+                                    .reshape(shape),)
+
+
+def _prepare_backward(p, in_shapes, out_shapes, out=None):
+    """The common head (class labels, no ignore/smoothing/valid/multi_output): ``p - onehot``
+    as clone + scatter_add of -1 at the clamped label, then one scale when it is not 1."""
+    shape, label_shape = tuple(in_shapes[0]), tuple(in_shapes[1])
+    if out is not None or p.multi_output or p.use_ignore or p.smooth_alpha or p.out_grad or \
+            p.normalization == "valid" or label_shape == shape:
+        return None
+    classes = shape[-1] if p.preserve_shape else math.prod(shape[1:])
+    rows = math.prod(shape) // classes
+    norm = float(shape[0]) if p.normalization == "batch" else 1.0
+    scale = p.grad_scale / norm
+    minus_one: dict = {}
+
+    def backward(p, ins, aux, rt):
+        y = ins[0]
+        key = (y.device, y.dtype)
+        src = minus_one.get(key)
+        if src is None:
+            src = minus_one[key] = torch.full((rows, 1), -1.0, dtype=y.dtype, device=y.device)
+        k = ins[1].reshape(rows, 1).long().clamp_(0, classes - 1)
+        g = y.reshape(rows, classes).clone().scatter_add_(1, k, src)
+        if scale != 1.0:
+            g.mul_(scale)
+        return (g.reshape(shape),)
+    return backward
+
+
 def triton_softmax_output(p, ins, aux, rt):
     """Triton kernel for SoftmaxOutput's forward: softmax over the class axis."""
     from kernels.softmax import softmax_fwd
@@ -143,7 +182,7 @@ def _gradient(g, p, ins, outs, og):
 register(OpDef(
     name="SoftmaxOutput", aliases=("Softmax",), params=_PARAMS, inputs=("data", "label"),
     infer_shape=_shape, forward=_forward, gradient=_gradient, loss=True,
-    kernel=triton_softmax_output,
+    kernel=triton_softmax_output, prepare=_prepare_forward,
     cases=(Case(((4, 5), (4,)), ints={1: 5}, grad=False, loss=implied_loss),
            Case(((4, 5), (4,)), {"grad_scale": 0.5, "normalization": "batch",
                                  "smooth_alpha": 0.1}, ints={1: 5}, grad=False,
@@ -160,5 +199,5 @@ register(OpDef(
 register(OpDef(
     name="_backward_SoftmaxOutput", params=_PARAMS, inputs=("output", "label"), hidden=True,
     infer_shape=lambda p, s: (s, [s[0]]) if s[0] else None, forward=_backward_forward,
-    kernel=triton_softmax_output_backward,
+    kernel=triton_softmax_output_backward, prepare=_prepare_backward,
     doc="The data gradient of SoftmaxOutput from its output and label."))
