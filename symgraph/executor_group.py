@@ -146,6 +146,8 @@ class DataParallelExecutorGroup:
         self._grad_req_arg = grad_req
         self.execs: list = []
         self.shared_group = shared_group
+        # runs of forward/backward/update over the parameters this group shares with others
+        self._writes = shared_group._writes if shared_group is not None else [0]
         self.bind_exec(data_shapes, label_shapes, shared_group)
 
     # ------------------------------------------------------------ binding
@@ -212,20 +214,52 @@ class DataParallelExecutorGroup:
         for exe in self.execs:
             exe.copy_params_from(arg_params, aux_params, allow_extra_params=allow_extra)
 
+    def _param_blocks(self, arg_params, aux_params) -> list[tuple]:
+        """``(target dict, name, per-context arrays)`` of every parameter and aux state."""
+        names = [n for n in self.arg_names if n in self.param_names]
+        return [(arg_params, n, b) for n, b in zip(names, self.param_arrays)] + \
+            [(aux_params, n, b) for n, b in zip(self.aux_names, self.aux_arrays)]
+
     def get_params(self, arg_params, aux_params) -> None:
         """Average parameters over the contexts into ``arg_params``/``aux_params`` (in place)."""
-        names = [n for n in self.arg_names if n in self.param_names]
-        for targets, names_, blocks in ((arg_params, names, self.param_arrays),
-                                        (aux_params, self.aux_names, self.aux_arrays)):
-            for name, block in zip(names_, blocks):
-                total = block[0].copyto(cpu())
-                for w in block[1:]:
-                    total += w.copyto(cpu())
-                value = total / len(block) if len(block) > 1 else total
-                if name in targets:
-                    targets[name][:] = value.astype(targets[name].dtype)
-                else:
-                    targets[name] = value
+        for targets, name, block in self._param_blocks(arg_params, aux_params):
+            target = targets.get(name)
+            if len(block) == 1 and target is not None and target._t.shape == block[0]._t.shape:
+                target._t.copy_(block[0]._t)  # one context: straight into the target
+                continue
+            total = block[0].copyto(cpu())
+            for w in block[1:]:
+                total += w.copyto(cpu())
+            value = total / len(block) if len(block) > 1 else total
+            if name in targets:
+                targets[name][:] = value.astype(targets[name].dtype)
+            else:
+                targets[name] = value
+
+    def note_params_written(self) -> None:
+        """Record that a step may have written the parameter arrays (see ``params_token``)."""
+        self._writes[0] += 1
+
+    def params_token(self, arg_params, aux_params):
+        """What must stay the same for ``set_params(arg_params, aux_params)`` to change nothing.
+
+        Right after ``get_params`` copied a one-context group's arrays into host arrays of the
+        same dtypes, copying them back is a no-op. The token names every host and device
+        array with its torch version counter (bumped by any in-place write through torch) and
+        the count of steps run by this group or groups sharing its parameters (kernels may
+        write without bumping counters); ``None`` when a copy back could change something.
+        """
+        if len(self.execs) != 1:
+            return None
+        ids, keep = [self._writes[0], len(arg_params), len(aux_params)], []
+        for targets, name, block in self._param_blocks(arg_params, aux_params):
+            host, dev = targets.get(name), block[0]
+            if host is None or host._t.dtype != dev._t.dtype or host._t.shape != dev._t.shape:
+                return None
+            keep += (host, host._t, dev, dev._t)  # alive while the token is: ids stay unique
+            ids += (id(host), id(host._t), host._t._version, id(dev), id(dev._t),
+                    dev._t._version)
+        return tuple(ids), keep
 
     # ------------------------------------------------------------ running
     def _load(self, data_batch) -> None:
@@ -239,6 +273,7 @@ class DataParallelExecutorGroup:
         """Load ``data_batch`` (if given) into every executor's slice and run forward."""
         if data_batch is not None:
             self._load(data_batch)
+        self._writes[0] += 1  # aux states (BatchNorm's moving statistics) may change
         train = self.for_training if is_train is None else is_train
         for exe in self.execs:
             exe.forward(is_train=train)
@@ -247,6 +282,7 @@ class DataParallelExecutorGroup:
         """Backward on every executor; ``out_grads`` (for non-loss heads) are sliced."""
         if not self.for_training:
             raise MXNetError("re-bind with for_training=True to run backward")
+        self._writes[0] += 1
         for exe, sl in zip(self.execs, self.slices):
             grads = None
             if out_grads is not None:

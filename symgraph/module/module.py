@@ -79,6 +79,7 @@ class Module(BaseModule):
         self._compression_params = compression_params
         self._arg_params = self._aux_params = None
         self._params_dirty = False
+        self._synced_token = None  # see _sync_params_from_devices
         self._optimizer = self._kvstore = self._updater = None
         self._update_on_kvstore = None
         self._preload_opt_states = None
@@ -153,14 +154,19 @@ class Module(BaseModule):
         assert self.binded, "call bind before initializing the parameters"
         from ..initializer import InitDesc, Uniform
         initializer = initializer if initializer is not None else Uniform(0.01)
-        attrs = self._symbol.attr_dict()
+        attrs = None  # the symbol's attributes, read only when something needs initialising
         for params, given in ((self._arg_params, arg_params), (self._aux_params, aux_params)):
             for name, arr in sorted(params.items()):
+                if given is not None and given.get(name) is arr:
+                    continue  # given the array itself: nothing to copy
+                attrs = self._symbol.attr_dict() if attrs is None else attrs
                 self._init_one(InitDesc(name, attrs.get(name, None)), arr, given,
                                initializer, allow_missing)
         self.params_initialized = True
         self._params_dirty = False
-        self._exec_group.set_params(self._arg_params, self._aux_params, allow_extra=allow_extra)
+        if not self._devices_hold_host_params():
+            self._exec_group.set_params(self._arg_params, self._aux_params,
+                                        allow_extra=allow_extra)
 
     @staticmethod
     def _init_one(desc, arr, cache, initializer, allow_missing) -> None:
@@ -194,11 +200,24 @@ class Module(BaseModule):
     def _sync_params_from_devices(self) -> None:
         self._exec_group.get_params(self._arg_params, self._aux_params)
         self._params_dirty = False
+        # fit's get_params + set_params at each epoch end copies the values straight back:
+        # remember what must stay untouched for that copy to be a no-op
+        self._synced_token = self._exec_group.params_token(self._arg_params, self._aux_params)
+
+    def _devices_hold_host_params(self) -> bool:
+        """True when nothing was written to the host or device arrays since a one-context
+        sync, so copying the host arrays to the devices would change no bit."""
+        token = self._synced_token
+        if token is None:
+            return False
+        now = self._exec_group.params_token(self._arg_params, self._aux_params)
+        return now is not None and now[0] == token[0]
 
     # ------------------------------------------------------------ binding
     def _reset_bind(self) -> None:
         self.binded = False
         self._exec_group = None
+        self._synced_token = None
         self._data_shapes = self._label_shapes = None
         self._bound_data_shapes = None
 
@@ -344,6 +363,7 @@ class Module(BaseModule):
         """Apply the optimizer to the gradients of the last backward."""
         assert self.binded and self.params_initialized and self.optimizer_initialized
         self._params_dirty = True
+        self._exec_group.note_params_written()
         group = self._exec_group
         if self._update_on_kvstore:
             _update_params_on_kvstore(group.param_arrays, group.grad_arrays, self._kvstore,
