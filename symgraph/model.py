@@ -115,21 +115,19 @@ def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names) -
 
 def _update_params(param_arrays, grad_arrays, updater, num_device: int, kvstore=None,
                    param_names=None) -> None:
-    updates: list[list[tuple]] = [[] for _ in range(num_device)]
-    for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
-        if grad_list[0] is None:
-            continue
-        if kvstore:
+    live = [i for i, grads in enumerate(grad_arrays) if grads[0] is not None]
+    if kvstore:
+        for index in live:
             name = param_names[index]
-            kvstore.push(name, grad_list, priority=-index)  # sum over devices
-            kvstore.pull(name, grad_list, priority=-index)
-        for k, (w, g) in enumerate(zip(arg_list, grad_list)):
-            # index * num_device + k: one optimizer state per device copy, as MXNet
-            updates[k].append((index * num_device + k, g, w))
-    for dev_updates in updates:  # one (aggregated) updater call per device, as MXNet 1.9
-        if dev_updates:
-            indices, grads, weights = zip(*dev_updates)
-            updater(list(indices), list(grads), list(weights))
+            kvstore.push(name, grad_arrays[index], priority=-index)  # sum over devices
+            kvstore.pull(name, grad_arrays[index], priority=-index)
+    if not live:
+        return
+    for k in range(num_device):  # one (aggregated) updater call per device, as MXNet 1.9
+        # index * num_device + k: one optimizer state per device copy, as MXNet
+        updater([index * num_device + k for index in live],
+                [grad_arrays[index][k] for index in live],
+                [param_arrays[index][k] for index in live])
 
 
 def _multiple_callbacks(callbacks, *args, **kwargs) -> None:

@@ -143,3 +143,86 @@ def test_registry_and_defaults():
     assert opt.lr_scheduler.base_lr == 0.1
     with pytest.raises(UserWarning):
         opt.set_learning_rate(0.5)
+
+
+class _LoggedScheduler(mx.lr_scheduler.FactorScheduler):
+    """Records the ``num_update`` of every call."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.calls = []
+
+    def __call__(self, num_update):
+        self.calls.append(num_update)
+        return super().__call__(num_update)
+
+
+def _sgd_for_lists():
+    names = {i: f"p{i}_weight" if i % 3 == 0 else f"p{i}_bias" for i in range(9)}
+    opt = mx.optimizer.SGD(momentum=0.9, wd=0.01, param_idx2name=names,
+                           lr_scheduler=_LoggedScheduler(step=2, factor=0.7, base_lr=0.1))
+    opt.set_lr_mult({"p1_bias": 0.5, 4: 3.0})
+    return opt
+
+
+def _arrays(rng, count, dtype="float32"):
+    return [mx.nd.array(rng.uniform(-1, 1, (i % 4 + 1, 3)), dtype=dtype) for i in range(count)]
+
+
+def _mxnet_updater_call(opt, states, indices, grads, weights):
+    """MXNet 1.9.1's ``Updater.__call__``: states on first use, same-dtype chunks of
+    ``aggregate_num``, one ``update_multi_precision`` per chunk."""
+    for i, w in zip(indices, weights):
+        if i not in states:
+            states[i] = opt.create_state_multi_precision(i, w)
+    by_dtype = {}
+    for i, w, g in zip(indices, weights, grads):
+        by_dtype.setdefault(np.dtype(w.dtype), []).append((i, w, g))
+    for group in by_dtype.values():
+        for s in range(0, len(group), opt.aggregate_num):
+            idx, ws, gs = (list(x) for x in zip(*group[s:s + opt.aggregate_num]))
+            opt.update_multi_precision(idx, ws, gs, [states[i] for i in idx])
+
+
+def _assert_same(got, want):
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
+def test_updater_lists_update_as_mxnet_chunked_calls():
+    """One multi-tensor call per dtype: the same numbers, counts and scheduler calls."""
+    rng = np.random.RandomState(0)
+    ws = _arrays(rng, 7) + _arrays(rng, 2, "float16")
+    ref_ws = [w.copy() for w in ws]
+    upd, ref_opt, ref_states = mx.optimizer.get_updater(_sgd_for_lists()), _sgd_for_lists(), {}
+    for _ in range(3):
+        gs = _arrays(rng, 7) + _arrays(rng, 2, "float16")
+        upd(list(range(9)), gs, ws)
+        _mxnet_updater_call(ref_opt, ref_states, list(range(9)), gs, ref_ws)
+    _assert_same(ws, ref_ws)
+    _assert_same([upd.states[i] for i in range(9)], [ref_states[i] for i in range(9)])
+    assert upd.optimizer.lr_scheduler.calls == ref_opt.lr_scheduler.calls
+    assert upd.optimizer._index_update_count == ref_opt._index_update_count
+    assert upd.optimizer.num_update == ref_opt.num_update == 3
+
+
+def test_updater_prepares_again_when_an_array_changes():
+    """A kept update notices new arrays, tensors rebound under an NDArray and new states."""
+    rng = np.random.RandomState(1)
+    ws = _arrays(rng, 5)
+    ref_ws = [w.copy() for w in ws]
+    upd, ref_opt, ref_states = mx.optimizer.get_updater(_sgd_for_lists()), _sgd_for_lists(), {}
+
+    def new_state():
+        upd.states[3] = upd.states[3] * 2
+        ref_states[3] = ref_states[3] * 2
+
+    changes = [lambda: None, lambda: setattr(ws[2], "_t", ws[2]._t.clone()), new_state,
+               lambda: ws.__setitem__(4, ws[4].copy())]
+    for change in changes:
+        change()
+        gs = _arrays(rng, 5)
+        upd(list(range(5)), gs, ws)
+        _mxnet_updater_call(ref_opt, ref_states, list(range(5)), gs, ref_ws)
+        _assert_same(ws, ref_ws)
+        _assert_same([upd.states[i] for i in range(5)], [ref_states[i] for i in range(5)])

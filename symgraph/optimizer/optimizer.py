@@ -8,6 +8,7 @@ update count and drives the ``lr_scheduler``.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -159,6 +160,33 @@ class Optimizer:
         else:
             self.update(index, weight, grad, state)
 
+    def _update_aggregated(self, indices: list, weights: list, grads: list, states: list) -> None:
+        """Update same-dtype weights ``aggregate_num`` at a time (the ``Updater``'s lists)."""
+        step = self.aggregate_num
+        for s in range(0, len(indices), step):
+            self.update_multi_precision(indices[s:s + step], weights[s:s + step],
+                                        grads[s:s + step], states[s:s + step])
+
+    def _prepare_aggregated(self, indices: list, weights: list, grads: list, states: list):
+        """A callable applying :meth:`_update_aggregated` to these arrays; optimizers may
+        do work once here that every call would repeat (the ``Updater`` keeps it while the
+        arrays stay the same)."""
+        return functools.partial(self._update_aggregated, indices, weights, grads, states)
+
+    def _aggregated_rates(self, indices: list) -> tuple[list, list]:
+        """Count and rate ``indices`` as the chunked calls of :meth:`_update_aggregated`
+        would: the same counts, ``lr_scheduler`` calls, lrs and wds."""
+        if self.lr_scheduler is None:  # chunking changes nothing then: count all at once
+            self._update_count(indices)
+            return self._mults(self.lr, indices, self.lr_mult, 'lr_mult'), \
+                self._get_wds(indices)
+        step, lrs = self.aggregate_num, []
+        for s in range(0, len(indices), step):
+            chunk = indices[s:s + step]
+            self._update_count(chunk)
+            lrs += self._get_lrs(chunk)
+        return lrs, self._get_wds(indices)
+
     def set_learning_rate(self, lr: float) -> None:
         """Set the learning rate (only without an ``lr_scheduler``)."""
         if self.lr_scheduler is not None:
@@ -203,22 +231,24 @@ class Optimizer:
         """Count one more update of ``index`` (or each of a list of indices)."""
         if not isinstance(index, (list, tuple)):
             index = [index]
+        counts, begin, top = self._index_update_count, self.begin_num_update, self.num_update
         for idx in index:
-            if idx not in self._index_update_count:
-                self._index_update_count[idx] = self.begin_num_update
-            self._index_update_count[idx] += 1
-            self.num_update = max(self._index_update_count[idx], self.num_update)
+            count = counts.get(idx, begin) + 1
+            counts[idx] = count
+            if count > top:
+                top = count
+        self.num_update = top
 
     def _mults(self, base: float, indices, mults: dict, attr: str) -> list:
-        out = [base for _ in indices]
-        for i, index in enumerate(indices):
-            if index in self.param_dict:
-                out[i] *= getattr(self.param_dict[index], attr)
-            elif index in mults:
-                out[i] *= mults[index]
-            elif index in self.idx2name:
-                out[i] *= mults.get(self.idx2name[index], 1.0)
-        return out
+        """``base`` times each index's multiplier: from ``param_dict``, else ``mults`` by
+        index, else ``mults`` by name (MXNet's order)."""
+        params, names = self.param_dict, self.idx2name
+        if not params and not mults and isinstance(base, float):
+            return [base] * len(indices)  # every multiplier 1 (x * 1.0 is x for a float)
+        return [base * getattr(params[i], attr) if params and i in params
+                else base * mults[i] if i in mults
+                else base * mults.get(names[i], 1.0) if i in names
+                else base for i in indices]
 
     def _get_lrs(self, indices) -> list:
         lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr

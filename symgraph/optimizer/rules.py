@@ -7,7 +7,9 @@ and LAMB), in fp32.
 """
 from __future__ import annotations
 
+import functools
 import math
+import operator
 
 import numpy as np
 import torch
@@ -41,27 +43,48 @@ def _sgd_inplace(ws, gs, states, hp) -> None:
     (lr, wd) are updated together by ``torch._foreach_*`` (one call per group, not per tensor).
     """
     moms = states[0] if states else None
-    groups: dict[tuple, list[int]] = {}
-    for i, pair in enumerate(hp.per_tensor(len(ws))):
-        groups.setdefault(pair, []).append(i)
-    for (lr, wd), idx in groups.items():
-        w, g = [ws[i] for i in idx], [gs[i] for i in idx]
+    for lr, wd, idx in _rate_groups(*_rate_tuples(hp, len(ws))):
+        w, g, m = ws, gs, moms
+        if idx is not None:
+            w, g = [ws[i] for i in idx], [gs[i] for i in idx]
+            m = [moms[i] for i in idx] if moms else None
         if hp.clip_gradient < 0:  # no clipping: fold the scales into alphas, no temporaries
-            _sgd_unclipped(w, g, [moms[i] for i in idx] if moms else None, lr, wd, hp)
+            _sgd_unclipped(w, g, m, lr, wd, hp)
             continue
         d = torch._foreach_mul(g, hp.rescale_grad)
-        if hp.clip_gradient >= 0:
-            torch._foreach_clamp_min_(d, -hp.clip_gradient)
-            torch._foreach_clamp_max_(d, hp.clip_gradient)
+        torch._foreach_clamp_min_(d, -hp.clip_gradient)
+        torch._foreach_clamp_max_(d, hp.clip_gradient)
         if wd:
             torch._foreach_add_(d, w, alpha=wd)
-        if moms is None:
+        if m is None:
             torch._foreach_add_(w, d, alpha=-lr)
             continue
-        m = [moms[i] for i in idx]
         torch._foreach_mul_(m, hp.momentum)
         torch._foreach_add_(m, d, alpha=-lr)
         torch._foreach_add_(w, m)
+
+
+def _rate_tuples(hp, count: int) -> tuple[tuple, tuple]:
+    """``hp``'s (lrs, wds) as tuples of ``count`` values."""
+    if isinstance(hp.lr, tuple) and isinstance(hp.wd, tuple) and len(hp.lr) == count:
+        return hp.lr, hp.wd
+    lrs, wds = zip(*hp.per_tensor(count)) if count else ((), ())
+    return lrs, wds
+
+
+@functools.lru_cache(maxsize=256)
+def _rate_groups(lrs: tuple, wds: tuple) -> tuple:
+    """``((lr, wd, positions), ...)``: the tensors sharing each (lr, wd) pair, in first-seen
+    order; positions is None when one pair covers every tensor. Cached: the pairs of a model
+    change only with the scheduler's learning rate."""
+    if len(lrs) != len(wds):
+        raise ValueError(f"{len(lrs)} lr and {len(wds)} wd values")
+    groups: dict[tuple, list[int]] = {}
+    for i, pair in enumerate(zip(map(float, lrs), map(float, wds))):
+        groups.setdefault(pair, []).append(i)
+    if len(groups) == 1:
+        return tuple((lr, wd, None) for lr, wd in groups)
+    return tuple((lr, wd, tuple(idx)) for (lr, wd), idx in groups.items())
 
 
 def _sgd_unclipped(w, g, m, lr: float, wd: float, hp) -> None:
@@ -80,27 +103,53 @@ def _sgd_unclipped(w, g, m, lr: float, wd: float, hp) -> None:
 
 
 _CPU_INPLACE = {"sgd_update": _sgd_inplace, "sgd_mom_update": _sgd_inplace}
+_dtype_of = operator.attrgetter("dtype")
 
 
-def _fused(name: str, weights, grads, states, hp) -> None:
-    """``kernels.optimizer.<name>`` in place on NDArrays: Triton on CUDA, torch otherwise."""
-    from kernels import optimizer as kops
+def _gather(weights, grads, states) -> tuple:
+    """``(ws, gs, ss, route)``: the torch tensors of NDArray weights, grads and state lists,
+    and where they can be updated: ``"cuda"`` (Triton), ``"float32"`` (in-place torch ops for
+    the rules in ``_CPU_INPLACE``) or ``"ref"`` (the kernels' references)."""
     ws, gs = [w._t for w in weights], [g._t for g in grads]
     ss = [[s._t for s in group] for group in states]
-    if ws and ws[0].is_cuda and all(t.is_contiguous() for t in ws + gs + sum(ss, [])):
-        getattr(kops, name)(ws, gs, *ss, hp)
-        return
-    if name in _CPU_INPLACE and all(t.dtype == torch.float32 for t in ws + gs + sum(ss, [])):
+    tensors = ws + gs + [t for group in ss for t in group]
+    if ws and ws[0].is_cuda and all(map(torch.Tensor.is_contiguous, tensors)):
+        return ws, gs, ss, "cuda"
+    if set(map(_dtype_of, tensors)) == {torch.float32}:
+        return ws, gs, ss, "float32"
+    return ws, gs, ss, "ref"
+
+
+def _launch(name: str, ws, gs, ss, route: str, hp) -> None:
+    """``kernels.optimizer.<name>`` in place on what :func:`_gather` returned."""
+    if route == "float32" and name in _CPU_INPLACE:
         _CPU_INPLACE[name](ws, gs, ss, hp)
+        return
+    from kernels import optimizer as kops
+    if route == "cuda":
+        getattr(kops, name)(ws, gs, *ss, hp)
         return
     out = getattr(kops, name + "_ref")(ws, gs, *ss, hp)
     for dst, src in zip(ws + sum(ss, []), out):
         dst.copy_(src)
 
 
+def _fused(name: str, weights, grads, states, hp) -> None:
+    """``kernels.optimizer.<name>`` in place on NDArrays: Triton on CUDA, torch otherwise."""
+    _launch(name, *_gather(weights, grads, states), hp)
+
+
 def _hp(**kw):
     from kernels.optimizer import UpdateParams
     return UpdateParams(**kw)
+
+
+@functools.lru_cache(maxsize=256)
+def _sgd_params(lrs: tuple, wds: tuple, rescale_grad: float, clip_gradient: float,
+                momentum: float):
+    """The ``UpdateParams`` of one SGD call (cached: they repeat from batch to batch)."""
+    return _hp(lr=lrs, wd=wds, rescale_grad=rescale_grad, clip_gradient=clip_gradient,
+               momentum=momentum)
 
 
 def _as_lists(indices, weights, grads, states):
@@ -150,32 +199,60 @@ class SGD(Optimizer):
     def _update_impl(self, indices, weights, grads, states, multi_precision=False):
         indices, weights, grads, states = _as_lists(indices, weights, grads, states)
         self._update_count(indices)
-        hp = _hp(lr=self._get_lrs(indices), wd=self._get_wds(indices),
-                 rescale_grad=self.rescale_grad, clip_gradient=_bound(self.clip_gradient),
-                 momentum=max(self.momentum, 0.0))
+        self._apply(weights, grads, states, self._get_lrs(indices), self._get_wds(indices),
+                    multi_precision)
+
+    def _update_aggregated(self, indices, weights, grads, states):
+        """All the ``Updater``'s same-dtype weights in one multi-tensor update.
+
+        Counted and rated ``aggregate_num`` at a time as MXNet's chunked calls; the update
+        itself is per tensor, so one call over every chunk computes the same values.
+        """
+        if type(self).update_multi_precision is not SGD.update_multi_precision:
+            super()._update_aggregated(indices, weights, grads, states)  # a subclass's rule
+            return
+        lrs, wds = self._aggregated_rates(indices)
+        self._apply(weights, grads, states, lrs, wds,
+                    self.multi_precision and _fp16(weights[0]))
+
+    def _apply(self, weights, grads, states, lrs, wds, multi_precision) -> None:
         if multi_precision:
             masters = [s[1] for s in states]
             moms = [s[0] for s in states]
             grads = [g.astype(np.float32) for g in grads]
-            self._run(masters, grads, moms, hp)
+            self._run(masters, grads, moms, lrs, wds)
             for w, w32 in zip(weights, masters):
                 w._t.copy_(w32._t)
         else:
-            self._run(weights, grads, states, hp)
+            self._run(weights, grads, states, lrs, wds)
 
-    def _run(self, weights, grads, moms, hp) -> None:
+    def _run(self, weights, grads, moms, lrs, wds) -> None:
+        """Weights with a momentum state in one fused call, those without in another."""
         with_mom = [i for i, m in enumerate(moms) if m is not None]
+        if len(with_mom) in (0, len(moms)):  # the usual case: every weight alike
+            self._run_part(weights, grads, moms if with_mom else None, lrs, wds)
+            return
         plain = [i for i, m in enumerate(moms) if m is None]
-        lrs, wds = zip(*hp.per_tensor(len(weights)))
-        for group, name in ((with_mom, self._kernel_name()), (plain, "sgd_update")):
-            if not group:
-                continue
-            sub = _hp(lr=[lrs[i] for i in group], wd=[wds[i] for i in group],
-                      rescale_grad=hp.rescale_grad, clip_gradient=hp.clip_gradient,
-                      momentum=hp.momentum if group is with_mom else 0.0)
-            state = [[moms[i] for i in group]] if group is with_mom and \
-                name != "sgd_update" else []
-            _fused(name, [weights[i] for i in group], [grads[i] for i in group], state, sub)
+        for part, has_mom in ((with_mom, True), (plain, False)):
+            ws, gs, ms, part_lrs, part_wds = ([xs[i] for i in part]
+                                              for xs in (weights, grads, moms, lrs, wds))
+            self._run_part(ws, gs, ms if has_mom else None, part_lrs, part_wds)
+
+    def _run_part(self, weights, grads, moms, lrs, wds) -> None:
+        name = self._kernel_name() if moms is not None else "sgd_update"
+        _fused(name, weights, grads, [moms] if name != "sgd_update" else [],
+               self._params(moms is not None, lrs, wds))
+
+    def _params(self, has_mom: bool, lrs, wds):
+        momentum = max(self.momentum, 0.0) if has_mom else 0.0
+        return _sgd_params(tuple(lrs), tuple(wds), self.rescale_grad,
+                           _bound(self.clip_gradient), momentum)
+
+    def _prepare_aggregated(self, indices, weights, grads, states):
+        if type(self).update_multi_precision is not SGD.update_multi_precision \
+                or _fp16(weights[0]) or not _uniform_states(states):
+            return super()._prepare_aggregated(indices, weights, grads, states)
+        return _SGDStep(self, indices, weights, grads, states)
 
     def update(self, index, weight, grad, state):
         self._update_impl(index, weight, grad, state, multi_precision=False)
@@ -184,6 +261,35 @@ class SGD(Optimizer):
         first = weight[0] if isinstance(index, (tuple, list)) else weight
         self._update_impl(index, weight, grad, state,
                           multi_precision=self.multi_precision and _fp16(first))
+
+
+def _uniform_states(states) -> bool:
+    """Every state an NDArray (momentum), or every state None."""
+    kinds = {type(s) for s in states}
+    return kinds == {type(None)} or kinds == {NDArray}
+
+
+class _SGDStep:
+    """An aggregated SGD update of fixed arrays, their tensors gathered and checked once.
+
+    The ``Updater`` prepares one per list of indices and prepares it again when an array or
+    its tensor changes; the hyperparameters are read from the optimizer at every call.
+    """
+
+    def __init__(self, opt: SGD, indices, weights, grads, states):
+        self.opt, self.arrays = opt, (indices, weights, grads, states)
+        self.has_mom = states[0] is not None
+        self.name, self.tensors = None, ()
+
+    def __call__(self) -> None:
+        opt = self.opt
+        name = opt._kernel_name() if self.has_mom else "sgd_update"
+        if name != self.name:  # the first call, or the momentum changed sign
+            _, weights, grads, states = self.arrays
+            self.name = name
+            self.tensors = _gather(weights, grads, [states] if name != "sgd_update" else [])
+        lrs, wds = opt._aggregated_rates(self.arrays[0])
+        _launch(name, *self.tensors, opt._params(self.has_mom, lrs, wds))
 
 
 @register

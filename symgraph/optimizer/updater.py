@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import io
 import json
+import operator
 import struct
+from itertools import repeat
+from operator import is_
 
 import numpy as np
 
@@ -130,7 +133,10 @@ class Updater:
     first use (MXNet's ``mx.optimizer.Updater``).
 
     ``index``, ``grad`` and ``weight`` may be lists; optimizers with ``aggregate_num > 0``
-    (SGD: 4) then update same-dtype weights ``aggregate_num`` at a time, as MXNet does.
+    (SGD: 4) then update same-dtype weights ``aggregate_num`` at a time, as MXNet does (SGD
+    counts and rates them so, and updates them all in one multi-tensor call). What a list's
+    update needs besides the numbers (its states, dtype groups, tensors, their checks) is
+    prepared once and kept while its arrays, their tensors and its states stay the same.
 
     Examples
     --------
@@ -155,6 +161,7 @@ not read: see docs/compat.md, 'Training')
         self.states: dict = {}
         self.states_synced: dict = {}
         self.aggregate_updates = optimizer.aggregate_num > 0
+        self._plans: dict[tuple, _Plan] = {}
 
     def __call__(self, index, grad, weight) -> None:
         """Update ``weight`` (one NDArray or a list) from ``grad`` with the optimizer."""
@@ -162,31 +169,46 @@ not read: see docs/compat.md, 'Training')
             indices, grads, weights = [index], [grad], [weight]
         else:
             indices, grads, weights = list(index), list(grad), list(weight)
-        if weights:
-            self.optimizer._set_current_context(weights[0].context.device_id)
+        if not weights:
+            return
+        self.optimizer._set_current_context(_device_id(weights[0]))
+        if not self.aggregate_updates:
+            states = self._states_of(indices, weights)
+            for i, w, g, s in zip(indices, weights, grads, states):
+                self.optimizer.update_multi_precision(i, w, g, s)
+            return
+        plan = self._plan(indices, weights, grads, keep=isinstance(index, (list, tuple)))
+        for step in plan.steps:
+            step()
+
+    def _plan(self, indices: list, weights: list, grads: list, keep: bool) -> _Plan:
+        """The prepared update of these arrays: the kept one while they are the same, else a
+        new one (kept for lists; a kvstore's single-array calls wrap new NDArrays each time)."""
+        key = tuple(indices)
+        plan = self._plans.get(key) if keep else None
+        if plan is not None and plan.matches(self, weights, grads):
+            return plan
+        plan = _Plan(self, indices, weights, grads)
+        if keep:
+            if len(self._plans) >= _MAX_PLANS:  # plans keep their arrays alive
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
+
+    def _states_of(self, indices: list, weights: list) -> list:
+        """The state of each index (decoding bytes indices in place), created on first use
+        and moved to the weight's device after :meth:`set_states`."""
+        states, synced = self.states, self.states_synced
         for i, idx in enumerate(indices):
             if isinstance(idx, bytes):
                 indices[i] = idx = idx.decode()
-            if idx not in self.states:
-                self.states[idx] = self.optimizer.create_state_multi_precision(idx, weights[i])
-                self.states_synced[idx] = True
-            elif not self.states_synced[idx]:
-                self.states[idx] = self.sync_state_context(self.states[idx], weights[i].context)
-                self.states_synced[idx] = True
-        if not self.aggregate_updates:
-            for i, w, g in zip(indices, weights, grads):
-                self.optimizer.update_multi_precision(i, w, g, self.states[i])
-            return
-        by_dtype: dict = {}
-        for i, w, g in zip(indices, weights, grads):
-            by_dtype.setdefault(np.dtype(w.dtype), []).append((i, w, g))
-        step = self.optimizer.aggregate_num
-        for group in by_dtype.values():
-            idxs, ws, gs = zip(*group)
-            for s in range(0, len(idxs), step):
-                self.optimizer.update_multi_precision(
-                    list(idxs[s:s + step]), list(ws[s:s + step]), list(gs[s:s + step]),
-                    [self.states[i] for i in idxs[s:s + step]])
+            if idx not in states:
+                states[idx] = self.optimizer.create_state_multi_precision(idx, weights[i])
+                synced[idx] = True
+            elif not synced[idx]:
+                states[idx] = self.sync_state_context(states[idx], weights[i].context)
+                synced[idx] = True
+        return [states[idx] for idx in indices]
 
     def sync_state_context(self, state, context):
         """``state`` (an NDArray or a nest of them) moved to ``context``."""
@@ -201,6 +223,7 @@ not read: see docs/compat.md, 'Training')
         """Load states written by :meth:`get_states` (and the optimizer, if it was dumped)."""
         loaded, optimizer = loads_states(states)
         self.states = loaded
+        self._plans.clear()
         if optimizer is not None:
             self.optimizer = optimizer
         self.states_synced = dict.fromkeys(self.states.keys(), False)
@@ -208,6 +231,61 @@ not read: see docs/compat.md, 'Training')
     def get_states(self, dump_optimizer: bool = False) -> bytes:
         """The states (and, with ``dump_optimizer``, the optimizer) as bytes, without pickle."""
         return dumps_states(self.states, self.optimizer if dump_optimizer else None)
+
+
+_MAX_PLANS = 64
+_T = operator.attrgetter("_t")
+_MISSING = object()
+
+
+class _Plan:
+    """One aggregated :class:`Updater` call prepared: the optimizer's prepared update of each
+    dtype group, kept while the call's arrays, their tensors, the states and the optimizer
+    are the same objects (checked each call, by identity)."""
+
+    def __init__(self, updater: Updater, indices: list, weights: list, grads: list):
+        states = updater._states_of(indices, weights)
+        self.optimizer, self.keys, self.states = updater.optimizer, list(indices), states
+        self.size = len(weights) + len(grads)
+        self.arrays = weights + grads + [a for s in states for a in _nd_leaves(s)]
+        self.tensors = list(map(_T, self.arrays))
+        self.steps = [updater.optimizer._prepare_aggregated(*group)
+                      for group in _by_dtype(indices, weights, grads, states)]
+
+    def matches(self, updater: Updater, weights: list, grads: list) -> bool:
+        arrays = weights + grads
+        return (updater.optimizer is self.optimizer and len(arrays) == self.size
+                and all(map(is_, arrays, self.arrays))
+                and all(map(is_, map(updater.states.get, self.keys, repeat(_MISSING)),
+                            self.states))
+                and all(map(is_, map(_T, self.arrays), self.tensors)))
+
+
+def _nd_leaves(state) -> list:
+    """The NDArrays in a state (an NDArray, None, or a nest of tuples and lists)."""
+    if isinstance(state, NDArray):
+        return [state]
+    if isinstance(state, (tuple, list)):
+        return [a for s in state for a in _nd_leaves(s)]
+    return []
+
+
+def _device_id(weight: NDArray) -> int:
+    """``weight.context.device_id`` without building the Context."""
+    t = weight._t
+    return (t.device.index or 0) if t.is_cuda else 0
+
+
+def _by_dtype(indices: list, weights: list, grads: list, states: list) -> list[tuple]:
+    """``(indices, weights, grads, states)`` per weight dtype, in first-seen order."""
+    dtypes = [w._t.dtype for w in weights]
+    if dtypes.count(dtypes[0]) == len(dtypes):
+        return [(indices, weights, grads, states)]
+    groups: dict = {}
+    for i, dtype in enumerate(dtypes):
+        groups.setdefault(dtype, []).append(i)
+    return [tuple([xs[i] for i in pos] for xs in (indices, weights, grads, states))
+            for pos in groups.values()]
 
 
 def get_updater(optimizer: Optimizer) -> Updater:
