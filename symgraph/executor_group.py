@@ -65,11 +65,17 @@ def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slic
         if len(dsts) == 1 and isinstance(src, NDArray) and src._t.shape == dsts[0]._t.shape:
             dsts[0]._t.copy_(src._t)  # the whole batch into one device: a plain copy
             continue
-        src_t = src._t if isinstance(src, NDArray) else np.asarray(src)
+        if not isinstance(src, NDArray):
+            src_np = np.asarray(src)
+            for sl, dst in zip(slices, dsts):
+                dst[:] = np.take(src_np, range(sl.start, sl.stop), axis=axis)
+            continue
         for sl, dst in zip(slices, dsts):
-            piece = src_t.narrow(axis, sl.start, sl.stop - sl.start) if hasattr(src_t, "narrow") \
-                else np.take(src_t, range(sl.start, sl.stop), axis=axis)
-            dst[:] = NDArray(piece) if hasattr(piece, "narrow") else piece
+            piece = src._t.narrow(axis, sl.start, sl.stop - sl.start)
+            if piece.shape == dst._t.shape:
+                dst._t.copy_(piece)  # what dst[:] = piece does, without the indexing rules
+            else:
+                dst[:] = NDArray(piece)
 
 
 def _rows(label, sl: slice):
