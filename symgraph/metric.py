@@ -335,9 +335,9 @@ class Accuracy(_Accumulating):
                 continue
             pred_label, label = _host_view(pred_label), _host_view(label)
             if pred_label.shape != label.shape:
-                pred_label = numpy.argmax(pred_label, axis=self.axis)
-            pred_label = pred_label.astype("int32").ravel()
-            label = label.astype("int32").ravel()
+                pred_label = pred_label.argmax(axis=self.axis)
+            pred_label = pred_label.astype(numpy.int32).ravel()
+            label = label.astype(numpy.int32).ravel()
             check_label_shapes(label, pred_label)
             self._add(numpy.count_nonzero(pred_label == label), len(pred_label))
 
