@@ -130,7 +130,8 @@ def _check_data(p, data: tuple) -> None:
 
 
 def _workspace(p) -> bool:
-    """MXNet's (MKLDNN) build gives max pooling a hidden int32 ``workspace`` output."""
+    """MXNet's (MKLDNN) build gives max pooling a hidden ``workspace`` output (opaque there;
+    here each window's int64 argmax, the index type torch's pooling kernels read and write)."""
     return (p.pool_type == "max" and 1 <= len(p.kernel) <= 3
             and p.layout in ("None", "NCW", "NCHW", "NCDHW"))
 
@@ -154,7 +155,7 @@ def _shape(p, shapes):
 def _type(p, types):
     if types[0] is None:
         return None
-    return types, [types[0], "int32"] if _workspace(p) else [types[0]]
+    return types, [types[0], "int64"] if _workspace(p) else [types[0]]
 
 
 def _divisor(p, spatial, geom, like: torch.Tensor) -> torch.Tensor:
@@ -225,7 +226,7 @@ def _padded_max(p, x: torch.Tensor):
     y, idx = _MAX[len(spatial)](xp, kernel, stride, return_indices=True)
     for axis, o in enumerate(out):
         y, idx = y.narrow(axis + 2, 0, o), idx.narrow(axis + 2, 0, o)
-    return y.contiguous(), idx, tuple(xp.shape[2:])
+    return y.contiguous(), idx.contiguous(), tuple(xp.shape[2:])
 
 
 def _max_backward(p, x: torch.Tensor, dy: torch.Tensor, idx=None) -> torch.Tensor:
@@ -267,7 +268,7 @@ def _forward(p, ins, aux, rt):
     # MXNet's hidden workspace output: here the argmax of each window (flat index into the
     # padded input plane), which the backward reads instead of pooling again
     y, idx, _ = _padded_max(p, ins[0])
-    return y, idx.to(torch.int32)
+    return y, idx
 
 
 def _backward_forward(p, ins, aux, rt):
@@ -298,7 +299,7 @@ def triton_pooling(p, ins, aux, rt):
     y = pool_fwd(ins[0], _kernel_geometry(p, ins[0]))
     if not _workspace(p):
         return (y,)
-    return y, torch.zeros(y.shape, dtype=torch.int32, device=y.device)
+    return y, torch.zeros(y.shape, dtype=torch.int64, device=y.device)
 
 
 def triton_backward_pooling(p, ins, aux, rt):
