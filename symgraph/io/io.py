@@ -322,9 +322,9 @@ class NDArrayIter(DataIter):
             end = data_source[0][1].shape[0] if data_source else 0
         axis = self.layout.find("N")
         # a copy, like MXNet 1.9.1's slice_axis: a batch never aliases the source arrays
-        # (narrow_copy: one call instead of narrow + clone)
-        return [NDArray(x[1]._t.narrow_copy(axis, start, min(end, x[1]._t.shape[axis]) - start))
-                for x in data_source]
+        # (narrow + clone: torch's narrow_copy is ~2x slower on large CPU batches)
+        return [NDArray(x[1]._t.narrow(axis, start, min(end, x[1]._t.shape[axis]) - start)
+                        .clone()) for x in data_source]
 
     def _concat(self, first_data, second_data) -> list[NDArray]:
         if not first_data or not second_data:

@@ -143,6 +143,33 @@ def _forward(p, ins, aux, rt):
                  spatial(p, "dilate", 1), p.num_group),)
 
 
+# oneDNN's CPU convolutions run ~1.3-2x faster on channels-last data once the input has this
+# many channels; the layout change costs one copy of the data each way
+_CHANNELS_LAST_MIN = 8
+
+
+def _prepare(p, in_shapes, out_shapes, out=None):
+    """The forward for a fixed shape: geometry decoded once; 2-D CPU data with many input
+    channels runs through the channels-last kernel (the result is contiguous as usual)."""
+    if out is not None:
+        return None
+    conv, args = _CONV[len(p.kernel)], (spatial(p, "stride", 1), spatial(p, "pad", 0),
+                                        spatial(p, "dilate", 1), p.num_group)
+    with_bias = not p.no_bias
+    if len(p.kernel) != 2 or in_shapes[0][1] < _CHANNELS_LAST_MIN:
+        return lambda p, ins, aux, rt: (conv(ins[0], ins[1], ins[2] if with_bias else None,
+                                             *args),)
+    last = torch.channels_last
+
+    def forward(p, ins, aux, rt):
+        x, w, b = ins[0], ins[1], ins[2] if with_bias else None
+        if x.device.type != "cpu":
+            return (conv(x, w, b, *args),)
+        y = conv(x.contiguous(memory_format=last), w.contiguous(memory_format=last), b, *args)
+        return (y.contiguous(),)
+    return forward
+
+
 def _geometry(p) -> dict:
     """MXNet's stride/pad/dilate/num_group as keyword arguments of the kernels' wrappers."""
     return {"stride": spatial(p, "stride", 1), "pad": spatial(p, "pad", 0),
@@ -217,7 +244,7 @@ register(OpDef(
 register(OpDef(
     name="Convolution", params=PARAMS, inputs=_inputs, infer_shape=_shape,
     check=lambda p: check_params(p, "Convolution"),
-    forward=_forward, gradient=_gradient, kernel=triton_convolution,
+    forward=_forward, gradient=_gradient, kernel=triton_convolution, prepare=_prepare,
     cases=(
         Case(((2, 3, 7, 6), (4, 3, 3, 3), (4,)), {"kernel": (3, 3), "num_filter": 4}),
         Case(((2, 3, 7, 6), (4, 3, 3, 2), (4,)),

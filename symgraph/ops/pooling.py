@@ -41,6 +41,9 @@ from .base import Case, OpDef, register
 # dmlc::optional<bool> spellings (compared after strip().lower())
 _LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 _MAX = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
+# torch's CPU max pooling is 2.5-3.5x faster on channels-last data once there are this many
+# channels (its NCHW kernel walks one plane at a time); the layout change costs one copy
+_CHANNELS_LAST_MIN = 8
 _AVG = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}
 _BAD_RANK = ("Pooling: Input data should be  3D in (batch, channel, x) Or 4D in (batch, "
              "channel, y, x)  Or 5D in (batch, channel, d, y, x)")
@@ -181,6 +184,18 @@ def _average(y: torch.Tensor, divisor: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _max_pool(x: torch.Tensor, kernel, stride, return_indices: bool = False):
+    """torch max pooling of channel-first ``x``; 2-D CPU data with many channels runs through
+    the channels-last kernel (same values and argmax indices, contiguous results)."""
+    if x.dim() != 4 or x.device.type != "cpu" or x.shape[1] < _CHANNELS_LAST_MIN:
+        return _MAX[x.dim() - 2](x, kernel, stride, return_indices=return_indices)
+    out = F.max_pool2d(x.contiguous(memory_format=torch.channels_last), kernel, stride,
+                       return_indices=return_indices)
+    if return_indices:
+        return out[0].contiguous(), out[1].contiguous()
+    return out.contiguous()
+
+
 def _pool_cf(p, x: torch.Tensor, pool_type: str) -> torch.Tensor:
     """Pool channel-first ``x`` with MXNet's window, padding and divisor rules."""
     spatial = tuple(x.shape[2:])
@@ -191,7 +206,7 @@ def _pool_cf(p, x: torch.Tensor, pool_type: str) -> torch.Tensor:
     widths = [w for q, r in zip(reversed(pad), reversed(right)) for w in (q, r)]
     if pool_type == "max":
         xp = F.pad(x, widths, value=torch.finfo(x.dtype).min) if any(widths) else x
-        y = _MAX[nd](xp, kernel, stride)
+        y = _max_pool(xp, kernel, stride)
     else:
         base = x if pool_type != "lp" or p.p_value == 1 else x ** p.p_value
         y = _AVG[nd](F.pad(base, widths), kernel, stride) * math.prod(kernel)
@@ -223,7 +238,7 @@ def _padded_max(p, x: torch.Tensor):
     right = [max(0, (o - 1) * s - q + k - d) for d, k, s, q, o in zip(spatial, *geom)]
     widths = [w for q, r in zip(reversed(pad), reversed(right)) for w in (q, r)]
     xp = F.pad(x, widths, value=torch.finfo(x.dtype).min) if any(widths) else x
-    y, idx = _MAX[len(spatial)](xp, kernel, stride, return_indices=True)
+    y, idx = _max_pool(xp, kernel, stride, return_indices=True)
     for axis, o in enumerate(out):
         y, idx = y.narrow(axis + 2, 0, o), idx.narrow(axis + 2, 0, o)
     return y.contiguous(), idx.contiguous(), tuple(xp.shape[2:])
