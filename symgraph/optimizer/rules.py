@@ -89,17 +89,40 @@ def _rate_groups(lrs: tuple, wds: tuple) -> tuple:
 
 def _sgd_unclipped(w, g, m, lr: float, wd: float, hp) -> None:
     """``lr*(r*g + wd*w)`` expanded as ``lr*r*g + lr*wd*w``: the same update in float32
-    tolerance, in as many passes as torch.optim.SGD."""
+    tolerance, as one fused pass where torch has one (``_fused_sgd``), else in as many
+    ``_foreach`` passes as torch.optim.SGD."""
+    r = hp.rescale_grad
+    if _FUSED_SGD is not None and r != 0 and w[0].device.type == "cpu":
+        _fused_sgd(w, g, m, lr, wd, r, hp.momentum)
+        return
     if m is None:
         if wd:
             torch._foreach_mul_(w, 1.0 - lr * wd)
-        torch._foreach_add_(w, g, alpha=-lr * hp.rescale_grad)
+        torch._foreach_add_(w, g, alpha=-lr * r)
         return
     torch._foreach_mul_(m, hp.momentum)
-    torch._foreach_add_(m, g, alpha=-lr * hp.rescale_grad)
+    torch._foreach_add_(m, g, alpha=-lr * r)
     if wd:
         torch._foreach_add_(m, w, alpha=-lr * wd)
     torch._foreach_add_(w, m)
+
+
+# torch.optim.SGD(fused=True)'s multi-tensor kernel: one pass over (w, g, m) per tensor
+_FUSED_SGD = getattr(torch, "_fused_sgd_", None)
+
+
+def _fused_sgd(w, g, m, lr: float, wd: float, r: float, momentum: float) -> None:
+    """MXNet's ``m = momentum*m - lr*(r*g + wd*w); w += m`` (or ``w -= lr*(r*g + wd*w)``
+    without momentum) through torch's fused SGD, whose rule is ``g' = g + wd_t*w;
+    b = momentum*b + (1 - dampening)*g'; w -= lr_t*b``: with ``wd_t = wd/r``,
+    ``dampening = 1 + lr*r`` and ``lr_t = -1`` its buffer is MXNet's momentum state
+    (without momentum: ``lr_t = lr*r``, no buffer). ``g`` is only read."""
+    if m is None:
+        _FUSED_SGD(w, g, [], weight_decay=wd / r, momentum=0.0, lr=lr * r, dampening=0.0,
+                   nesterov=False, maximize=False, is_first_step=False)
+        return
+    _FUSED_SGD(w, g, m, weight_decay=wd / r, momentum=momentum, lr=-1.0,
+               dampening=1.0 + lr * r, nesterov=False, maximize=False, is_first_step=False)
 
 
 _CPU_INPLACE = {"sgd_update": _sgd_inplace, "sgd_mom_update": _sgd_inplace}
