@@ -152,3 +152,21 @@ def test_set_params_sees_writes_between_get_and_set():
     arg["fc2_bias"] = mx.nd.ones(arg["fc2_bias"].shape)  # a new array under the same name
     mod.set_params(arg, aux)
     np.testing.assert_array_equal(dev["fc2_bias"].asnumpy(), np.ones(10))
+
+
+def test_bind_parses_data_descs_like_mxnet():
+    """MXNet 1.9.1 (checked in its virtualenv): pairs become DataDescs, label_shapes None stays
+    None with a warning, mismatched data names raise ValueError; reshape parses the same way."""
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3),
+                               name="softmax")
+    mod = mx.mod.Module(net)
+    with pytest.warns(UserWarning, match="label_shapes don't match names specified by"):
+        mod.bind([("data", (2, 4))], for_training=False)
+    assert isinstance(mod.data_shapes[0], mx.io.DataDesc) and mod.label_shapes is None
+    assert mod.data_shapes[0].shape == (2, 4)
+    mod.init_params()
+    mod.reshape([("data", (3, 4))])
+    assert isinstance(mod.data_shapes[0], mx.io.DataDesc) and mod.output_shapes == \
+        [("softmax_output", (3, 3))]
+    with pytest.raises(ValueError, match="data_shapes don't match names specified by data_names"):
+        mx.mod.Module(net).bind([("x", (2, 4))], [("softmax_label", (2,))])

@@ -35,6 +35,26 @@ def _shapes(desc_list) -> tuple:
     return tuple(tuple(d.shape if hasattr(d, "shape") else d[1]) for d in desc_list or [])
 
 
+def _check_names_match(names, descs, kind: str, throw: bool) -> None:
+    if sorted(names) != sorted(_names(descs)):
+        msg = (f"Data provided by {kind}_shapes don't match names specified by {kind}_names "
+               f"({descs} vs. {list(names)})")
+        if throw:
+            raise ValueError(msg)
+        warnings.warn(msg, stacklevel=3)
+
+
+def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
+    """MXNet's rule: ``(name, shape)`` pairs become DataDescs; data names must match the
+    module's (ValueError), label names should (a warning)."""
+    data_shapes = [d if isinstance(d, DataDesc) else DataDesc(*d) for d in data_shapes]
+    _check_names_match(data_names, data_shapes, "data", True)
+    if label_shapes is not None:
+        label_shapes = [d if isinstance(d, DataDesc) else DataDesc(*d) for d in label_shapes]
+    _check_names_match(label_names, label_shapes or [], "label", False)
+    return data_shapes, label_shapes
+
+
 def _desc_like(desc, shape):
     """A DataDesc named (and typed, laid out) like ``desc`` with another shape."""
     name = desc.name if hasattr(desc, "name") else desc[0]
@@ -232,13 +252,13 @@ class Module(BaseModule):
         if not for_training and inputs_need_grad:
             raise ValueError("inputs_need_grad needs for_training=True")
         self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
-        self._data_shapes = list(data_shapes)
-        self._label_shapes = list(label_shapes or [])
+        self._data_shapes, self._label_shapes = _parse_data_desc(
+            self._data_names, self._label_names, data_shapes, label_shapes)
         self._bound_data_shapes = _shapes(self._data_shapes)
         shared_group = shared_module._exec_group if shared_module is not None else None
         self._exec_group = DataParallelExecutorGroup(
             self._symbol, self._context, self._work_load_list, self._data_shapes,
-            self._label_shapes, self._param_names, for_training, inputs_need_grad,
+            self._label_shapes or [], self._param_names, for_training, inputs_need_grad,
             shared_group, logger=self.logger, fixed_param_names=self._fixed_param_names,
             grad_req=grad_req, state_names=self._state_names)
         if shared_module is not None:
@@ -259,9 +279,10 @@ class Module(BaseModule):
     def reshape(self, data_shapes, label_shapes=None) -> None:
         """Rebind for new input shapes (parameters are shared)."""
         assert self.binded
-        self._data_shapes, self._label_shapes = list(data_shapes), list(label_shapes or [])
+        self._data_shapes, self._label_shapes = _parse_data_desc(
+            self._data_names, self._label_names, data_shapes, label_shapes)
         self._bound_data_shapes = _shapes(self._data_shapes)
-        self._exec_group.reshape(self._data_shapes, self._label_shapes)
+        self._exec_group.reshape(self._data_shapes, self._label_shapes or [])
 
     # ------------------------------------------------------------ optimizer
     def init_optimizer(self, kvstore="local", optimizer="sgd",
@@ -351,7 +372,8 @@ class Module(BaseModule):
         label_descs = getattr(data_batch, "provide_label", None)
         labels = getattr(data_batch, "label", None)
         if not label_descs and labels:
-            label_descs = [_desc_like(d, lab.shape) for d, lab in zip(self._label_shapes, labels)]
+            label_descs = [_desc_like(d, lab.shape)
+                           for d, lab in zip(self._label_shapes or [], labels)]
         self.reshape(data_descs, label_descs or None)
 
     def backward(self, out_grads=None) -> None:
