@@ -22,6 +22,7 @@ from . import (  # noqa: F401 - imported to register their ops
     pooling,
     reduce,
     regression_output,
+    rnn,
     sequence,
     shape,
     slicing,

@@ -1,0 +1,172 @@
+"""RNN (``mx.sym.RNN``) agrees with MXNet 1.9.1.
+
+The reference values come from ``tests/fixtures/rnn/generate.py`` (run with the MXNet
+oracle; float64 through MXNet's native CPU kernels, checked there against its float32 MKLDNN
+kernels): forward outputs and every gradient for each mode, uni- and bidirectional, one and
+two layers, ``infer_shape``/``infer_type`` results and error messages, and attribute sets
+MXNet rejects when the symbol is created. MXNet is not needed here. Dropout, which cannot
+match MXNet's random stream, is checked for its properties instead.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+from symgraph.base import MXNetError
+
+FIXTURE = Path(__file__).parent / "fixtures" / "rnn" / "rnn.npz"
+ARRAYS = dict(np.load(FIXTURE, allow_pickle=False))
+META = json.loads(str(ARRAYS["__meta__"]))
+
+
+def _params(key: str):
+    return [pytest.param(e, id=e["id"]) for e in META[key]]
+
+
+def _rnn(attrs: dict):
+    return mx.sym.RNN(mx.sym.Variable("data"), name="rnn", **attrs)
+
+
+def _bind(case, dtype):
+    sym = _rnn(case["attrs"])
+    shapes = {n: tuple(s) for n, s in zip(case["arguments"], case["arg_shapes"])}
+    exe = sym.simple_bind(mx.cpu(), grad_req="write", type_dict=dict.fromkeys(shapes, dtype),
+                          **shapes)
+    for n in shapes:
+        exe.arg_dict[n][:] = ARRAYS[f"{case['id']}/in:{n}"].astype(dtype)
+    return sym, exe
+
+
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-9), ("float32", 2e-5)])
+@pytest.mark.parametrize("case", _params("cases"))
+def test_forward_and_gradients_match_mxnet(case, dtype, tol):
+    key = case["id"]
+    if dtype == "float64" and case["attrs"]["mode"] == "rnn_relu":
+        tol = 1e-7  # MXNet's native relu casts each value to float32 (rnn_impl.h ``relu``)
+    sym, exe = _bind(case, dtype)
+    assert sym.list_arguments() == case["arguments"]
+    assert sym.list_outputs() == case["outputs"]
+    assert json.loads(sym.tojson())["nodes"][-1]["attrs"] == case["attrs"]
+    arg_shapes, out_shapes, _ = sym.infer_shape(data=tuple(case["arg_shapes"][0]))
+    assert [list(s) for s in arg_shapes] == case["arg_shapes"]
+    assert [list(s) for s in out_shapes] == case["out_shapes"]
+    outs = exe.forward(is_train=True)
+    assert len(outs) == len(case["outputs"])
+    for k, o in enumerate(outs):
+        np.testing.assert_allclose(o.asnumpy(), ARRAYS[f"{key}/out{k}"], rtol=tol * 10,
+                                   atol=tol, err_msg=f"output {k}")
+    exe.backward([mx.nd.array(ARRAYS[f"{key}/ograd{k}"], dtype=dtype)
+                  for k in range(len(outs))])
+    for n in case["arguments"]:
+        np.testing.assert_allclose(exe.grad_dict[n].asnumpy(), ARRAYS[f"{key}/grad:{n}"],
+                                   rtol=tol * 10, atol=tol * 5, err_msg=f"d/d{n}")
+
+
+@pytest.mark.parametrize("case", _params("cases")[:6])
+def test_inference_forward_equals_training_forward(case):
+    _, exe = _bind(case, "float64")
+    train = [o.asnumpy().copy() for o in exe.forward(is_train=True)]
+    for o, want in zip(exe.forward(is_train=False), train):
+        np.testing.assert_array_equal(o.asnumpy(), want)
+
+
+@pytest.mark.parametrize("record", _params("shapes"))
+def test_infer_shape_matches_mxnet(record):
+    sym = _rnn(record["attrs"])
+    given = {n: tuple(s) for n, s in record["given"].items()}
+    if "error" in record:
+        with pytest.raises(MXNetError) as err:
+            sym.infer_shape(**given)
+        assert record["expect"] in str(err.value), (str(err.value), record["error"])
+        return
+    arg_shapes, out_shapes, _ = sym.infer_shape(**given)
+    assert sym.list_arguments() == record["arguments"]
+    assert sym.list_outputs() == record["outputs"]
+    assert [list(s) for s in arg_shapes] == record["args"]
+    assert [list(s) for s in out_shapes] == record["outs"]
+
+
+@pytest.mark.parametrize("record", _params("types"))
+def test_infer_type_matches_mxnet(record):
+    sym = _rnn(record["attrs"])
+    if "error" in record:
+        with pytest.raises(MXNetError) as err:
+            sym.infer_type(**record["given"])
+        assert record["expect"] in str(err.value), (str(err.value), record["error"])
+        return
+    arg_types, out_types, _ = sym.infer_type(**record["given"])
+    assert [np.dtype(t).name for t in arg_types] == record["args"]
+    assert [np.dtype(t).name for t in out_types] == record["outs"]
+
+
+@pytest.mark.parametrize("record", _params("creation"))
+def test_bad_attributes_fail_at_creation_like_mxnet(record):
+    with pytest.raises(MXNetError) as err:
+        _rnn(record["python_attrs"])
+    assert record["expect"] in str(err.value), (str(err.value), record["error"])
+
+
+@pytest.mark.parametrize("attrs,message", [
+    (dict(mode="lstm", projection_size=2), "No training support for LSTM with projection"),
+    (dict(mode="lstm", lstm_state_clip_min=-1.0, lstm_state_clip_max=1.0),
+     "LSTM state clipping is only supported for GPU"),
+    (dict(mode="gru", use_sequence_length=True), "use_sequence_length option is only available"),
+    (dict(mode="gru", num_layers=2, p=1.0), "unsupported dropout value"),
+])
+def test_unsupported_options_raise_when_run_like_mxnet_cpu(attrs, message):
+    """MXNet 1.9.1's CPU operator refuses these when it runs (its native kernels)."""
+    attrs = dict(dict(state_size=3, num_layers=1), **attrs)
+    sym = _rnn(attrs)
+    shapes = {"data": (3, 2, 4)}
+    if attrs.get("use_sequence_length"):
+        shapes["rnn_sequence_length"] = (2,)
+    exe = sym.simple_bind(mx.cpu(), grad_req="null", **shapes)
+    with pytest.raises(MXNetError, match=message):
+        exe.forward(is_train=False)
+
+
+def _dropout_exe():
+    sym = _rnn(dict(mode="gru", state_size=4, num_layers=3, p=0.5, bidirectional=True))
+    exe = sym.simple_bind(mx.cpu(), type_dict={"data": "float64"}, data=(5, 3, 2))
+    rng = np.random.RandomState(0)
+    for a in exe.arg_dict.values():
+        a[:] = rng.uniform(-1, 1, a.shape)
+    return exe
+
+
+def test_dropout_is_reproducible_and_training_only():
+    exe = _dropout_exe()
+    mx.random.seed(3)
+    first = exe.forward(is_train=True)[0].asnumpy().copy()
+    mx.random.seed(3)
+    again = exe.forward(is_train=True)[0].asnumpy().copy()
+    other = exe.forward(is_train=True)[0].asnumpy().copy()
+    infer = exe.forward(is_train=False)[0].asnumpy().copy()
+    np.testing.assert_array_equal(first, again)
+    assert not np.allclose(first, other) and not np.allclose(first, infer)
+    assert exe.outputs[0].shape == (5, 3, 8) and len(exe.outputs) == 1
+
+
+def test_dropout_backward_uses_the_forward_masks():
+    """The gradient of the training forward with its masks: a directional derivative of
+    sum(out * head) under the same seed matches the analytic gradient."""
+    exe = _dropout_exe()
+    head = np.random.RandomState(1).uniform(-1, 1, (5, 3, 8))
+    mx.random.seed(7)
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.array(head)])
+    grad = exe.grad_dict["rnn_parameters"].asnumpy().copy()
+    w = exe.arg_dict["rnn_parameters"].asnumpy().copy()
+    direction = np.random.RandomState(2).uniform(-1, 1, w.shape)
+
+    def loss(values):
+        exe.arg_dict["rnn_parameters"][:] = values
+        mx.random.seed(7)
+        return float((exe.forward(is_train=True)[0].asnumpy() * head).sum())
+    eps = 1e-3
+    numeric = (loss(w + eps * direction) - loss(w - eps * direction)) / (2 * eps)
+    assert abs(numeric - float((grad * direction).sum())) < 1e-3 * max(1.0, abs(numeric))
