@@ -43,7 +43,11 @@ Bytes moved per forward step: xw[t] and the (G*H, H) weight read, h, c, activati
 from __future__ import annotations
 
 import torch
+import triton.language as tl
 
+from .gemm import matmul
+from .reduce import reduce
+from .runtime import block_for, cdiv, kernel, on_cpu
 from .table import KernelSpec
 
 MODES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
@@ -83,8 +87,8 @@ def _outputs(mode: str, hs: torch.Tensor, cs, reverse: bool) -> tuple:
     """y, hT, cT as views of the saved state buffers."""
     steps = hs.shape[0] - 1
     y = hs[:steps] if reverse else hs[1:]
-    if steps == 0:
-        return y, hs[0], (cs[0] if mode == "lstm" else None)
+    if steps == 0:  # hT = h0 (cT = c0 is the caller's)
+        return y, hs[0], None
     last = 0 if reverse else steps - 1
     return y, y[last], (cs[last] if mode == "lstm" else None)
 
@@ -179,7 +183,198 @@ def rnn_layer_bwd_ref(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor,
     return dxw, dh0, (got[4] if mode == "lstm" else None), dw, db
 
 
-# ---------------------------------------------------------------- public API
+# ---------------------------------------------------------------- Triton kernels
+# Nested @jit helpers do not run under the interpreter, so the per-gate GEMM tiles and the
+# sigmoid/tanh formulas are written out inline (tanh(x) = 2 / (1 + exp(-2x)) - 1).
+
+@kernel
+def _fwd_step_kernel(xw_ptr, h_ptr, c_ptr, w_ptr, b_ptr, h_out, c_out, gates_ptr, hn_ptr,
+                     N, H, MODE: tl.constexpr, ACC: tl.constexpr, PREC: tl.constexpr,
+                     UPCAST: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+                     BLOCK_K: tl.constexpr):
+    """One step on a BLOCK_N x BLOCK_H tile of h': the tile's G gate columns of
+    ``h @ W_hh^T`` (one accumulator per gate), then the gate math (MODE: lstm, gru, tanh,
+    relu)."""
+    G: tl.constexpr = 4 if MODE == 0 else (3 if MODE == 1 else 1)
+    rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rh = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    acc0 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
+    acc1 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
+    acc2 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
+    acc3 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
+    for k0 in range(0, H, BLOCK_K):
+        rk = k0 + tl.arange(0, BLOCK_K)
+        a = tl.load(h_ptr + rn[:, None] * H + rk[None, :],
+                    mask=(rn[:, None] < N) & (rk[None, :] < H), other=0.0)
+        w_ptrs = w_ptr + rh[None, :] * H + rk[:, None]  # W_hh^T tile of gate 0: (K, BLOCK_H)
+        w_mask = (rk[:, None] < H) & (rh[None, :] < H)
+        if UPCAST:  # the interpreter's dot mistreats bf16 operands
+            a = a.to(tl.float32)
+        w = tl.load(w_ptrs, mask=w_mask, other=0.0)
+        acc0 = tl.dot(a, w.to(a.dtype), acc0, input_precision=PREC)
+        if G > 1:
+            w = tl.load(w_ptrs + H * H, mask=w_mask, other=0.0)
+            acc1 = tl.dot(a, w.to(a.dtype), acc1, input_precision=PREC)
+            w = tl.load(w_ptrs + 2 * H * H, mask=w_mask, other=0.0)
+            acc2 = tl.dot(a, w.to(a.dtype), acc2, input_precision=PREC)
+        if G > 3:
+            w = tl.load(w_ptrs + 3 * H * H, mask=w_mask, other=0.0)
+            acc3 = tl.dot(a, w.to(a.dtype), acc3, input_precision=PREC)
+    mask = (rn[:, None] < N) & (rh[None, :] < H)
+    off = rn[:, None] * H + rh[None, :]  # into (N, H) tensors
+    goff = rn[:, None] * (G * H) + rh[None, :]  # into (N, G*H) tensors, gate 0
+    dt = h_out.dtype.element_ty
+    p0 = acc0 + tl.load(xw_ptr + goff, mask=mask, other=0.0).to(ACC) \
+        + tl.load(b_ptr + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+    if MODE == 0:
+        p1 = acc1 + tl.load(xw_ptr + goff + H, mask=mask, other=0.0).to(ACC) \
+            + tl.load(b_ptr + H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+        p2 = acc2 + tl.load(xw_ptr + goff + 2 * H, mask=mask, other=0.0).to(ACC) \
+            + tl.load(b_ptr + 2 * H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+        p3 = acc3 + tl.load(xw_ptr + goff + 3 * H, mask=mask, other=0.0).to(ACC) \
+            + tl.load(b_ptr + 3 * H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+        i = 1.0 / (1.0 + tl.exp(-p0))
+        f = 1.0 / (1.0 + tl.exp(-p1))
+        g = 2.0 / (1.0 + tl.exp(-2.0 * p2)) - 1.0
+        o = 1.0 / (1.0 + tl.exp(-p3))
+        c = f * tl.load(c_ptr + off, mask=mask, other=0.0).to(ACC) + i * g
+        h = o * (2.0 / (1.0 + tl.exp(-2.0 * c)) - 1.0)
+        tl.store(c_out + off, c.to(dt), mask=mask)
+        tl.store(gates_ptr + goff, i.to(dt), mask=mask)
+        tl.store(gates_ptr + goff + H, f.to(dt), mask=mask)
+        tl.store(gates_ptr + goff + 2 * H, g.to(dt), mask=mask)
+        tl.store(gates_ptr + goff + 3 * H, o.to(dt), mask=mask)
+    elif MODE == 1:
+        p1 = acc1 + tl.load(xw_ptr + goff + H, mask=mask, other=0.0).to(ACC) \
+            + tl.load(b_ptr + H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+        hn = acc2 + tl.load(b_ptr + 2 * H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+        r = 1.0 / (1.0 + tl.exp(-p0))
+        z = 1.0 / (1.0 + tl.exp(-p1))
+        n = tl.load(xw_ptr + goff + 2 * H, mask=mask, other=0.0).to(ACC) + r * hn
+        n = 2.0 / (1.0 + tl.exp(-2.0 * n)) - 1.0
+        h = (1.0 - z) * n + z * tl.load(h_ptr + off, mask=mask, other=0.0).to(ACC)
+        tl.store(hn_ptr + off, hn.to(dt), mask=mask)
+        tl.store(gates_ptr + goff, r.to(dt), mask=mask)
+        tl.store(gates_ptr + goff + H, z.to(dt), mask=mask)
+        tl.store(gates_ptr + goff + 2 * H, n.to(dt), mask=mask)
+    elif MODE == 2:
+        h = 2.0 / (1.0 + tl.exp(-2.0 * p0)) - 1.0
+    else:
+        h = tl.maximum(p0, 0.0)
+    tl.store(h_out + off, h.to(dt), mask=mask)
+
+
+@kernel
+def _bwd_step_kernel(dy_ptr, dnext_ptr, dnext_n_ptr, w_ptr, carry_in, carry_out, dc_in, dc_out,
+                     gates_ptr, s_ptr, sprev_ptr, hn_ptr, dxw_ptr, dhn_ptr, N, H, KA,
+                     MODE: tl.constexpr, HAS_NEXT: tl.constexpr, HAS_CARRY: tl.constexpr,
+                     HAS_DC: tl.constexpr, FINAL: tl.constexpr, ACC: tl.constexpr,
+                     PREC: tl.constexpr, UPCAST: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """One backward step on a BLOCK_N x BLOCK_H tile of dh: ``dh = dy + carry + d(hw)_next @
+    W_hh`` (the later step's gate gradients, K = G*H; gru's n part from its own buffer),
+    then the gate gradients into dxw. ``s``/``sprev``: lstm c_t/c_prev, gru h_prev, rnn h_t.
+    FINAL: only ``dh`` (= dh0) is written, to ``dxw_ptr``."""
+    G: tl.constexpr = 4 if MODE == 0 else (3 if MODE == 1 else 1)
+    rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rh = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    mask = (rn[:, None] < N) & (rh[None, :] < H)
+    off = rn[:, None] * H + rh[None, :]
+    dh = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
+    if HAS_NEXT:
+        for k0 in range(0, KA, BLOCK_K):  # KA = G*H (2*H for gru: r, z parts)
+            rk = k0 + tl.arange(0, BLOCK_K)
+            a = tl.load(dnext_ptr + rn[:, None] * (G * H) + rk[None, :],
+                        mask=(rn[:, None] < N) & (rk[None, :] < KA), other=0.0)
+            w = tl.load(w_ptr + rk[:, None] * H + rh[None, :],
+                        mask=(rk[:, None] < KA) & (rh[None, :] < H), other=0.0)
+            if UPCAST:
+                a = a.to(tl.float32)
+            dh = tl.dot(a, w.to(a.dtype), dh, input_precision=PREC)
+        if MODE == 1:
+            for k0 in range(0, H, BLOCK_K):  # the n part: d(hw_n) @ W_hn
+                rk = k0 + tl.arange(0, BLOCK_K)
+                a = tl.load(dnext_n_ptr + rn[:, None] * H + rk[None, :],
+                            mask=(rn[:, None] < N) & (rk[None, :] < H), other=0.0)
+                w = tl.load(w_ptr + (2 * H + rk[:, None]) * H + rh[None, :],
+                            mask=(rk[:, None] < H) & (rh[None, :] < H), other=0.0)
+                if UPCAST:
+                    a = a.to(tl.float32)
+                dh = tl.dot(a, w.to(a.dtype), dh, input_precision=PREC)
+    if HAS_CARRY:
+        dh += tl.load(carry_in + off, mask=mask, other=0.0).to(ACC)
+    dt = dxw_ptr.dtype.element_ty
+    if FINAL:
+        tl.store(dxw_ptr + off, dh.to(dt), mask=mask)
+    else:
+        dh += tl.load(dy_ptr + off, mask=mask, other=0.0).to(ACC)
+        goff = rn[:, None] * (G * H) + rh[None, :]
+        if MODE == 0:
+            i = tl.load(gates_ptr + goff, mask=mask, other=0.0).to(ACC)
+            f = tl.load(gates_ptr + goff + H, mask=mask, other=0.0).to(ACC)
+            g = tl.load(gates_ptr + goff + 2 * H, mask=mask, other=0.0).to(ACC)
+            o = tl.load(gates_ptr + goff + 3 * H, mask=mask, other=0.0).to(ACC)
+            tc = 2.0 / (1.0 + tl.exp(-2.0 * tl.load(s_ptr + off, mask=mask, other=0.0)
+                                     .to(ACC))) - 1.0
+            dc = dh * o * (1.0 - tc * tc)
+            if HAS_DC:
+                dc += tl.load(dc_in + off, mask=mask, other=0.0).to(ACC)
+            c_prev = tl.load(sprev_ptr + off, mask=mask, other=0.0).to(ACC)
+            tl.store(dxw_ptr + goff, (dc * g * i * (1.0 - i)).to(dt), mask=mask)
+            tl.store(dxw_ptr + goff + H, (dc * c_prev * f * (1.0 - f)).to(dt), mask=mask)
+            tl.store(dxw_ptr + goff + 2 * H, (dc * i * (1.0 - g * g)).to(dt), mask=mask)
+            tl.store(dxw_ptr + goff + 3 * H, (dh * tc * o * (1.0 - o)).to(dt), mask=mask)
+            tl.store(dc_out + off, (dc * f).to(dt), mask=mask)
+        elif MODE == 1:
+            r = tl.load(gates_ptr + goff, mask=mask, other=0.0).to(ACC)
+            z = tl.load(gates_ptr + goff + H, mask=mask, other=0.0).to(ACC)
+            n = tl.load(gates_ptr + goff + 2 * H, mask=mask, other=0.0).to(ACC)
+            h_prev = tl.load(sprev_ptr + off, mask=mask, other=0.0).to(ACC)
+            hn = tl.load(hn_ptr + off, mask=mask, other=0.0).to(ACC)
+            dn = dh * (1.0 - z) * (1.0 - n * n)
+            tl.store(dxw_ptr + goff, (dn * hn * r * (1.0 - r)).to(dt), mask=mask)
+            tl.store(dxw_ptr + goff + H, (dh * (h_prev - n) * z * (1.0 - z)).to(dt), mask=mask)
+            tl.store(dxw_ptr + goff + 2 * H, dn.to(dt), mask=mask)
+            tl.store(dhn_ptr + off, (dn * r).to(dt), mask=mask)
+            tl.store(carry_out + off, (dh * z).to(dt), mask=mask)
+        else:
+            h = tl.load(s_ptr + off, mask=mask, other=0.0).to(ACC)
+            if MODE == 2:
+                dpre = dh * (1.0 - h * h)
+            else:
+                dpre = tl.where(h > 0.0, dh, 0.0)
+            tl.store(dxw_ptr + goff, dpre.to(dt), mask=mask)
+
+
+# ---------------------------------------------------------------- launch wrappers
+
+def _meta(x: torch.Tensor, n: int, h: int) -> dict:
+    """Tile sizes, dot precision and dtype flags for the step kernels.
+
+    On CUDA the tiles shrink until a step has ~128 programs (one recurrent step is too small
+    to fill the GPU otherwise); under the interpreter they are the smallest tl.dot allows.
+    """
+    fp64 = x.dtype == torch.float64
+    meta = {"ACC": tl.float64 if fp64 else tl.float32,
+            "PREC": "ieee" if x.dtype in (torch.float32, torch.float64) else "tf32",
+            "UPCAST": x.dtype == torch.bfloat16 and on_cpu(x)}
+    if on_cpu(x):
+        return {**meta, "BLOCK_N": 16, "BLOCK_H": 16, "BLOCK_K": 16}
+    bn, bh = block_for(n, cap=64, floor=16), 64
+    while cdiv(n, bn) * cdiv(h, bh) < 128 and bh > 16:
+        bh //= 2
+    while cdiv(n, bn) * cdiv(h, bh) < 128 and bn > 16:
+        bn //= 2
+    return {**meta, "BLOCK_N": bn, "BLOCK_H": bh, "BLOCK_K": 32 if fp64 else 64,
+            "num_warps": 4}
+
+
+def _order(steps: int, reverse: bool) -> list[tuple[int, int, int]]:
+    """(t, slot of h_prev in hs, slot of h_t in hs) in processing order."""
+    if reverse:
+        return [(t, t + 1, t) for t in reversed(range(steps))]
+    return [(t, t, t + 1) for t in range(steps)]
+
 
 def rnn_layer_fwd(mode: str, xw: torch.Tensor, h0: torch.Tensor, c0, w_hh: torch.Tensor,
                   b_hh: torch.Tensor, reverse: bool = False):
@@ -187,10 +382,31 @@ def rnn_layer_fwd(mode: str, xw: torch.Tensor, h0: torch.Tensor, c0, w_hh: torch
 
     ``xw`` (T, N, G*H) is the input projection of every step, ``h0``/``c0`` (N, H) the
     initial states (``c0`` None unless lstm), ``w_hh`` (G*H, H), ``b_hh`` (G*H,). ``y`` is
-    (T, N, H), ``cT`` None unless lstm; ``saved`` is what :func:`rnn_layer_bwd` needs.
+    (T, N, H), ``cT`` None unless lstm; ``saved`` is what :func:`rnn_layer_bwd` needs
+    (``y``, ``hT`` and ``cT`` are views into it). One fused GEMM+gate launch per step.
     """
-    # TODO(kernels): Triton step kernels; the reference stands in until they land
-    return rnn_layer_fwd_ref(mode, xw, h0, c0, w_hh, b_hh, reverse)
+    g, steps, n, h = _check(mode, xw, h0, c0, w_hh, b_hh)
+    xw, w_hh, b_hh = xw.contiguous(), w_hh.contiguous(), b_hh.contiguous()
+    hs = xw.new_empty((steps + 1, n, h))
+    hs[steps if reverse else 0].copy_(h0)
+    gates = xw.new_empty((steps, n, g * h)) if mode in ("lstm", "gru") else None
+    cs = xw.new_empty((steps, n, h)) if mode == "lstm" else None
+    hn = xw.new_empty((steps, n, h)) if mode == "gru" else None
+    meta = _meta(xw, n, h)
+    grid = (cdiv(n, meta["BLOCK_N"]), cdiv(h, meta["BLOCK_H"]))
+    c_prev = c0.contiguous() if mode == "lstm" else None
+    if n * h:
+        for t, prev, cur in _order(steps, reverse):
+            _fwd_step_kernel[grid](
+                xw[t], hs[prev], hs[prev] if c_prev is None else c_prev, w_hh, b_hh, hs[cur],
+                hs[cur] if cs is None else cs[t], hs[cur] if gates is None else gates[t],
+                hs[cur] if hn is None else hn[t], n, h, MODE=_MODE_ID[mode], **meta)
+            c_prev = None if cs is None else cs[t]
+    saved = (hs, gates, cs) if mode == "lstm" else ((hs, gates, hn) if mode == "gru" else (hs,))
+    y, h_t, c_t = _outputs(mode, hs, cs, reverse)
+    if mode == "lstm" and steps == 0:
+        c_t = c0.clone()
+    return y, h_t, c_t, saved
 
 
 def rnn_layer_bwd(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor, h0: torch.Tensor,
@@ -199,9 +415,182 @@ def rnn_layer_bwd(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor, h0:
     """Gradients ``(dxw, dh0, dc0, dw_hh, db_hh)`` of :func:`rnn_layer_fwd`'s outputs.
 
     ``dy`` (T, N, H); ``dh_t``/``dc_t`` (N, H) or None (zeros); ``dc0`` None unless lstm.
+    One fused GEMM+gate-gradient launch per step (plus one for dh0), then one GEMM for
+    ``dw_hh`` and a column sum for ``db_hh`` over all steps.
     """
-    # TODO(kernels): Triton step kernels; the reference stands in until they land
-    return rnn_layer_bwd_ref(mode, dy, dh_t, dc_t, xw, h0, c0, w_hh, b_hh, y, saved, reverse)
+    g, steps, n, h = _check(mode, xw, h0, c0, w_hh, b_hh)
+    if tuple(dy.shape) != (steps, n, h):
+        raise ValueError(f"rnn {mode}: dy must be of shape {(steps, n, h)}, got "
+                         f"{tuple(dy.shape)}")
+    w_hh = w_hh.contiguous()
+    hs = saved[0]
+    dxw = xw.new_empty((steps, n, g * h))
+    dhn = xw.new_empty((steps, n, h)) if mode == "gru" else None
+    dh0, dc0 = xw.new_empty((n, h)), (xw.new_empty((n, h)) if mode == "lstm" else None)
+    if n * h:
+        grads = tuple(None if t is None else t.contiguous() for t in (dy, dh_t, dc_t))
+        _bwd_steps(mode, grads, (w_hh, None if c0 is None else c0.contiguous(), saved),
+                   (dxw, dhn, dh0, dc0), reverse)
+    elif dc0 is not None:
+        dc0.zero_()
+    if mode == "lstm" and steps == 0:
+        dc0 = torch.zeros_like(h0) if dc_t is None else dc_t.clone()
+    dw, db = _weight_grads(mode, dxw, dhn, hs[1:] if reverse else hs[:-1], (g * h, h))
+    return dxw, dh0, dc0, dw, db
 
 
-KERNELS: list[KernelSpec] = []
+def _bwd_steps(mode: str, grads: tuple, state: tuple, outs: tuple, reverse: bool) -> None:
+    """Launch the backward step kernels, last processed step first, then dh0's."""
+    (dy, dh_t, dc_t), (w_hh, c0, saved), (dxw, dhn, dh0, dc0) = grads, state, outs
+    steps, n, h = dy.shape
+    meta = _meta(dxw, n, h)
+    grid = (cdiv(n, meta["BLOCK_N"]), cdiv(h, meta["BLOCK_H"]))
+    carry = dhn.new_empty((n, h)) if mode == "gru" else None  # gru: dh * z sent to h_prev
+    ka = 2 * h if mode == "gru" else dxw.shape[2]
+    order = _order(steps, reverse)
+    nxt = None  # the step processed after this one in the forward (its grads come first)
+    for k in reversed(range(steps)):
+        t, prev, cur = order[k]
+        c_in, d_in = (dh_t, dc_t) if nxt is None else (carry, dc0)
+        if mode == "lstm":
+            s, sprev = saved[2][t], (c0 if k == 0 else saved[2][order[k - 1][0]])
+        else:
+            s, sprev = saved[0][cur], saved[0][prev]
+        ptrs = (dy[t], _at(dxw, nxt), _at(dhn, nxt), w_hh, c_in, carry, d_in, dc0,
+                saved[1][t] if mode in ("lstm", "gru") else None, s, sprev,
+                saved[2][t] if mode == "gru" else None, dxw[t], _at(dhn, t))
+        _bwd_step_kernel[grid](*_or(ptrs, dy[t]), n, h, ka, MODE=_MODE_ID[mode],
+                               HAS_NEXT=nxt is not None, HAS_CARRY=c_in is not None,
+                               HAS_DC=d_in is not None, FINAL=False, **meta)
+        nxt = t
+    c_in = dh_t if nxt is None else carry
+    ptrs = (None, _at(dxw, nxt), _at(dhn, nxt), w_hh, c_in) + (None,) * 7 + (dh0, None)
+    _bwd_step_kernel[grid](*_or(ptrs, dh0), n, h, ka, MODE=_MODE_ID[mode],
+                           HAS_NEXT=nxt is not None, HAS_CARRY=c_in is not None,
+                           HAS_DC=False, FINAL=True, **meta)
+
+
+def _at(x, t):
+    """``x[t]``, or None when there is no x or no t."""
+    return None if x is None or t is None else x[t]
+
+
+def _or(ptrs: tuple, dummy: torch.Tensor) -> tuple:
+    """Unused pointer arguments (None) replaced by a tensor the kernel never touches."""
+    return tuple(dummy if p is None else p for p in ptrs)
+
+
+def _weight_grads(mode: str, dxw: torch.Tensor, dhn, h_prev: torch.Tensor, shape: tuple):
+    """dW_hh = sum_t d(hw)[t]^T @ h_prev[t] (one GEMM over T*N rows), db_hh its column sum."""
+    steps, n, gh = dxw.shape
+    dw, db = dxw.new_empty(shape), dxw.new_empty((gh,))
+    if steps * n == 0:
+        return dw.zero_(), db.zero_()
+    rows, hp = dxw.reshape(steps * n, gh), h_prev.reshape(steps * n, -1)
+    reduce(rows, (0,), "sum", out=db)
+    if mode != "gru":
+        return matmul(rows.t(), hp, out=dw), db
+    h = gh // 3
+    matmul(rows[:, :2 * h].t(), hp, out=dw[:2 * h])
+    matmul(dhn.reshape(steps * n, h).t(), hp, out=dw[2 * h:])
+    reduce(dhn.reshape(steps * n, h), (0,), "sum", out=db[2 * h:])
+    return dw, db
+
+
+# ---------------------------------------------------------------- table entries
+# shape = (T, N, H); each entry's wrapper returns (y, hT[, cT]) or (dxw, dh0[, dc0], dw, db)
+
+def _operands(mode: str, dtype, device, shape: tuple, seed: int = 0) -> tuple:
+    """Seeded (xw, h0, c0, w_hh, b_hh), drawn on CPU; w_hh scaled by 1/sqrt(H)."""
+    gen = torch.Generator().manual_seed(seed)
+    steps, n, h = shape
+    g = MODES[mode]
+
+    def rand(*s, scale=1.0):
+        return (torch.randn(s, generator=gen) * scale).to(device=device, dtype=dtype)
+    return (rand(steps, n, g * h), rand(n, h), rand(n, h) if mode == "lstm" else None,
+            rand(g * h, h, scale=h ** -0.5), rand(g * h, scale=0.5))
+
+
+def _fwd_entry(mode: str, fn):
+    def entry(xw, h0, c0, w_hh, b_hh, reverse, out=None):
+        y, h_t, c_t, _ = fn(mode, xw, h0, c0, w_hh, b_hh, reverse)
+        return _into((y, h_t) + ((c_t,) if mode == "lstm" else ()), out)
+    entry.__name__ = entry.__qualname__ = f"rnn_{mode}_fwd{'' if fn is rnn_layer_fwd else '_ref'}"
+    return entry
+
+
+def _bwd_entry(mode: str, fn):
+    def entry(dy, dh_t, dc_t, xw, h0, c0, w_hh, b_hh, y, saved, reverse, out=None):
+        got = fn(mode, dy, dh_t, dc_t, xw, h0, c0, w_hh, b_hh, y, saved, reverse)
+        return _into(tuple(t for t in got if t is not None), out)
+    entry.__name__ = entry.__qualname__ = f"rnn_{mode}_bwd{'' if fn is rnn_layer_bwd else '_ref'}"
+    return entry
+
+
+def _into(got: tuple, out) -> tuple:
+    """The results, copied into ``out`` when given (the table tests poison outputs)."""
+    if out is None:
+        return got
+    for o, g in zip(out, got):
+        o.copy_(g)
+    return tuple(out)
+
+
+def _make_fwd(mode: str, reverse: bool):
+    def make(dtype, device, shape):
+        return _operands(mode, dtype, device, shape) + (reverse,), {}
+    return make
+
+
+def _make_bwd(mode: str, reverse: bool, with_dh: bool):
+    """Backward operands: head gradients, the forward's inputs and its (reference) saved."""
+    def make(dtype, device, shape):
+        xw, h0, c0, w_hh, b_hh = _operands(mode, dtype, device, shape)
+        y, _, _, saved = rnn_layer_fwd_ref(mode, xw, h0, c0, w_hh, b_hh, reverse)
+        gen = torch.Generator().manual_seed(1)
+        dy, dh_t, dc_t = (torch.randn(s, generator=gen).to(device=device, dtype=dtype)
+                          for s in (y.shape, h0.shape, h0.shape))
+        return (dy, dh_t if with_dh else None, dc_t if mode == "lstm" else None, xw, h0, c0,
+                w_hh, b_hh, y, saved, reverse), {}
+    return make
+
+
+def _fwd_flops(xw, h0, *rest):
+    """2 * T * N * G*H * H (the recurrent GEMMs; the input projection is not counted)."""
+    return 2 * xw.numel() * h0.shape[1]
+
+
+def _bwd_flops(dy, dh_t, dc_t, xw, h0, *rest):
+    """Twice the forward's: dh_prev = d(hw) @ W_hh per step and dW_hh over all steps."""
+    return 4 * xw.numel() * h0.shape[1]
+
+
+_DT = (torch.float32, torch.float16, torch.bfloat16)
+_FWD_TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2),
+            torch.bfloat16: (3e-2, 3e-2)}
+_BWD_TOL = {torch.float32: (1e-4, 1e-4), torch.float16: (2e-2, 2e-2),
+            torch.bfloat16: (5e-2, 5e-2)}
+_SHAPES = ((3, 2, 5), (2, 3, 19))
+_BENCH = ((64, 64, 512), (32, 128, 1024))
+# (mode, reverse, dh_T given): every mode both ways across fwd/bwd, dhT None in some
+_VARIANTS = (("lstm", False, True), ("gru", True, False), ("rnn_tanh", False, False),
+             ("rnn_relu", True, True))
+
+
+
+def _entries(mode: str, reverse: bool, with_dh: bool) -> list[KernelSpec]:
+    """The forward entry (``reverse``) and the backward entry (the other direction)."""
+    common = {"shapes": _SHAPES, "bench_shapes": _BENCH, "dtypes": _DT, "family": "rnn"}
+    return [
+        KernelSpec(name=f"rnn_{mode}_fwd", fn=_fwd_entry(mode, rnn_layer_fwd),
+                   ref=_fwd_entry(mode, rnn_layer_fwd_ref), make=_make_fwd(mode, reverse),
+                   tol=_FWD_TOL, flops=_fwd_flops, **common),
+        KernelSpec(name=f"rnn_{mode}_bwd", fn=_bwd_entry(mode, rnn_layer_bwd),
+                   ref=_bwd_entry(mode, rnn_layer_bwd_ref),
+                   make=_make_bwd(mode, not reverse, with_dh), tol=_BWD_TOL, flops=_bwd_flops,
+                   **common),
+    ]
+
+
+KERNELS = [spec for variant in _VARIANTS for spec in _entries(*variant)]
