@@ -24,6 +24,7 @@ class Config:
     cuda_graphs: bool = True  # capture bound plans on CUDA as CUDA graphs and replay them
     cache_dir: str = field(default_factory=lambda: os.path.expanduser("~/.cache/symgraph"))
     debug: bool = False  # check every kernel against its torch reference (slow)
+    max_buckets: int = 32  # bound executors a BucketingModule caches (LRU); 0 = no bound
 
 
 _current: Config | None = None
@@ -42,6 +43,7 @@ def _from_env() -> Config:
         cuda_graphs=env.get("SYMGRAPH_CUDA_GRAPHS", "1") != "0",
         cache_dir=env.get("SYMGRAPH_CACHE_DIR", Config().cache_dir),
         debug=env.get("SYMGRAPH_DEBUG", "0") == "1",
+        max_buckets=int(env.get("SYMGRAPH_MAX_BUCKETS", str(Config.max_buckets))),
     )
 
 

@@ -31,9 +31,10 @@ def wanted(device: torch.device, steps: list) -> bool:
 class GraphedCall:
     """Runs ``body()`` eagerly for the warm-up calls, then captures and replays it."""
 
-    def __init__(self, body: Callable[[], None], name: str):
+    def __init__(self, body: Callable[[], None], name: str, pool=None):
         self.body = body
         self.name = name
+        self.pool = pool  # torch.cuda.graph_pool_handle() shared with other captures, or None
         self.calls = 0
         self.graph: torch.cuda.CUDAGraph | None = None
         self.failed = False
@@ -61,7 +62,7 @@ class GraphedCall:
     def _capture(self) -> None:
         graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph):
+            with torch.cuda.graph(graph, pool=self.pool):
                 self.body()
         except Exception as err:  # noqa: BLE001 - e.g. a host sync inside an op
             warnings.warn(f"CUDA graph capture of {self.name} failed ({type(err).__name__}: "

@@ -104,6 +104,7 @@ class Executor:
         self._rt = Runtime(False, _random.generator(ctx), ctx.torch_device)
         self._monitor: tuple[Callable, bool] | None = None
         self._graphs: dict[tuple, Callable] = {}  # step-list runners, CUDA-graphed on GPU
+        self._graph_pool = None  # a CUDA graph memory pool shared with other executors
         self._forwarded = False
 
     def _grad_writers(self) -> list:
@@ -193,8 +194,26 @@ class Executor:
             if after is not None:
                 after()
         if cuda_graph.wanted(self._ctx.torch_device, steps):
-            return cuda_graph.GraphedCall(body, f"{key[0]} of {self._output_names}")
+            return cuda_graph.GraphedCall(body, f"{key[0]} of {self._output_names}",
+                                          pool=self._graph_pool)
         return body
+
+    def release_values(self) -> bool:
+        """Drop the intermediate values kept since the last run (outputs stay), so their
+        memory goes back to the allocator; the next ``backward`` runs ``forward`` first.
+
+        Returns False (and keeps everything) once a CUDA graph was captured: its replays
+        write to those addresses.
+        """
+        if any(getattr(c, "graph", None) is not None for c in self._graphs.values()):
+            return False
+        keep = set(self._plan.var_slot.values()) | set(self._plan.head_slots)
+        values = self._values
+        for slot in range(len(values)):
+            if slot not in keep:
+                values[slot] = None
+        self._forwarded = False
+        return True
 
     def _feed_head_grads(self, out_grads) -> None:
         if isinstance(out_grads, NDArray):

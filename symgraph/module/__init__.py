@@ -1,5 +1,6 @@
-"""``mx.mod``: the Module API (BaseModule, Module)."""
+"""``mx.mod``: the Module API (BaseModule, Module, BucketingModule)."""
 from .base_module import BaseModule
+from .bucketing_module import BucketingModule
 from .module import Module
 
-__all__ = ["BaseModule", "Module"]
+__all__ = ["BaseModule", "BucketingModule", "Module"]
