@@ -348,17 +348,19 @@ def _bwd_step_kernel(dy_ptr, dnext_ptr, dnext_n_ptr, w_ptr, carry_in, carry_out,
 
 # ---------------------------------------------------------------- launch wrappers
 
-def _meta(x: torch.Tensor, n: int, h: int) -> dict:
-    """Tile sizes, dot precision and dtype flags for the step kernels.
+def _meta(x: torch.Tensor, n: int, h: int, cuda: bool | None = None) -> dict:
+    """Tile sizes, dot precision and dtype flags for the step kernels (``cuda``: compiled
+    launch; by default whether ``x`` is on CUDA).
 
     On CUDA the tiles shrink until a step has ~128 programs (one recurrent step is too small
     to fill the GPU otherwise); under the interpreter they are the smallest tl.dot allows.
     """
+    cuda = not on_cpu(x) if cuda is None else cuda
     fp64 = x.dtype == torch.float64
     meta = {"ACC": tl.float64 if fp64 else tl.float32,
             "PREC": "ieee" if x.dtype in (torch.float32, torch.float64) else "tf32",
-            "UPCAST": x.dtype == torch.bfloat16 and on_cpu(x)}
-    if on_cpu(x):
+            "UPCAST": x.dtype == torch.bfloat16 and not cuda}
+    if not cuda:
         return {**meta, "BLOCK_N": 16, "BLOCK_H": 16, "BLOCK_K": 16}
     bn, bh = block_for(n, cap=64, floor=16), 64
     while cdiv(n, bn) * cdiv(h, bh) < 128 and bh > 16:

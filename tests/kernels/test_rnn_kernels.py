@@ -1,0 +1,196 @@
+"""The recurrent-layer kernels (kernels/rnn.py) on CPU under Triton's interpreter: forward and
+backward against the references for every mode, both directions, given and missing final
+state gradients, tiny irregular shapes; the references against torch.nn.LSTM/GRU/RNN and
+their autograd (one direction of a bidirectional layer each); the CUDA tile configs compiled
+ahead of time for sm_90.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernels import rnn, runtime
+from kernels.rnn import MODES, rnn_layer_bwd, rnn_layer_bwd_ref, rnn_layer_fwd, rnn_layer_fwd_ref
+
+SHAPES = ((3, 2, 5), (1, 3, 4), (4, 17, 19))  # (T, N, H); 17 x 19 spans two 16-wide tiles
+TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-10, 1e-10)}
+GRAD_TOL = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-10, 1e-10)}
+
+
+def _operands(mode, shape, dtype=torch.float32, seed=0):
+    return rnn._operands(mode, dtype, torch.device("cpu"), shape, seed)
+
+
+def _grads(mode, shape, dtype, which):
+    """dy and the final-state gradients (``which``: 'both', 'dh', 'dc' or 'none')."""
+    gen = torch.Generator().manual_seed(7)
+    steps, n, h = shape
+    dy, dh, dc = (torch.randn(s, generator=gen).to(dtype) for s in
+                  ((steps, n, h), (n, h), (n, h)))
+    dh = dh if which in ("both", "dh") else None
+    dc = dc if which in ("both", "dc") and mode == "lstm" else None
+    return dy, dh, dc
+
+
+def _close(got, want, tol):
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert (g is None) == (w is None), i
+        if g is not None:
+            assert g.shape == w.shape and g.dtype == w.dtype, (i, g.shape, w.shape)
+            torch.testing.assert_close(g, w, rtol=tol[0], atol=tol[1],
+                                       msg=lambda m, i=i: f"output {i}: {m}")
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("reverse", (False, True), ids=("fwd_dir", "rev_dir"))
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_forward_matches_reference(mode, reverse, shape):
+    args = _operands(mode, shape)
+    y, h_t, c_t, saved = rnn_layer_fwd(mode, *args, reverse=reverse)
+    y_r, h_r, c_r, saved_r = rnn_layer_fwd_ref(mode, *args, reverse=reverse)
+    _close((y, h_t, c_t), (y_r, h_r, c_r), TOL[torch.float32])
+    _close(saved, saved_r, TOL[torch.float32])  # one saved layout for both
+    assert y.shape == (shape[0], shape[1], shape[2])
+
+
+# which final-state gradients are given: both, dhT only, dcT only (lstm), none
+BWD_CASES = [(mode, which) for mode in sorted(MODES) for which in ("both", "dh", "dc", "none")
+             if which != "dc" or mode == "lstm"]
+
+
+@pytest.mark.parametrize("reverse", (False, True), ids=("fwd_dir", "rev_dir"))
+@pytest.mark.parametrize("mode,which", BWD_CASES)
+def test_backward_matches_reference(mode, which, reverse):
+    shape = SHAPES[2] if which == "both" else SHAPES[0]
+    args = _operands(mode, shape)
+    y, _, _, saved = rnn_layer_fwd(mode, *args, reverse=reverse)
+    dy, dh, dc = _grads(mode, shape, torch.float32, which)
+    got = rnn_layer_bwd(mode, dy, dh, dc, *args, y, saved, reverse=reverse)
+    want = rnn_layer_bwd_ref(mode, dy, dh, dc, *args, y, saved, reverse=reverse)
+    _close(got, want, GRAD_TOL[torch.float32])
+    assert (got[2] is None) == (mode != "lstm")
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_float64_forward_and_backward(mode):
+    shape = (2, 3, 6)
+    args = _operands(mode, shape, torch.float64)
+    out = rnn_layer_fwd(mode, *args, reverse=True)
+    ref = rnn_layer_fwd_ref(mode, *args, reverse=True)
+    _close(out[:3], ref[:3], TOL[torch.float64])
+    dy, dh, dc = _grads(mode, shape, torch.float64, "both")
+    _close(rnn_layer_bwd(mode, dy, dh, dc, *args, out[0], out[3], reverse=True),
+           rnn_layer_bwd_ref(mode, dy, dh, dc, *args, ref[0], ref[3], reverse=True),
+           GRAD_TOL[torch.float64])
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_zero_steps(mode):
+    args = _operands(mode, (0, 2, 3))
+    y, h_t, c_t, saved = rnn_layer_fwd(mode, *args)
+    assert y.shape == (0, 2, 3)
+    torch.testing.assert_close(h_t, args[1])
+    if mode == "lstm":
+        torch.testing.assert_close(c_t, args[2])
+    dy, dh, dc = _grads(mode, (0, 2, 3), torch.float32, "both")
+    dxw, dh0, dc0, dw, db = rnn_layer_bwd(mode, dy, dh, dc, *args, y, saved)
+    assert dxw.shape == args[0].shape
+    torch.testing.assert_close(dh0, dh)
+    assert not dw.any() and not db.any()
+    if mode == "lstm":
+        torch.testing.assert_close(dc0, dc)
+
+
+# ---------------------------------------------------------------- against torch.nn
+
+def _torch_layer(mode, in_size, h):
+    torch.manual_seed(0)
+    if mode == "lstm":
+        return torch.nn.LSTM(in_size, h, bidirectional=True)
+    if mode == "gru":
+        return torch.nn.GRU(in_size, h, bidirectional=True)
+    return torch.nn.RNN(in_size, h, nonlinearity=mode[4:], bidirectional=True)
+
+
+@pytest.mark.parametrize("reverse", (False, True), ids=("fwd_dir", "rev_dir"))
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_kernels_match_torch_nn_and_autograd(mode, reverse):
+    """cuDNN semantics and gate order: the Triton forward and backward equal one direction of
+    a bidirectional torch.nn layer, its outputs and its autograd gradients."""
+    steps, n, in_size, h = 3, 2, 4, 5
+    layer = _torch_layer(mode, in_size, h)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(steps, n, in_size, generator=gen, requires_grad=True)
+    h0 = torch.randn(2, n, h, generator=gen, requires_grad=True)
+    c0 = torch.randn(2, n, h, generator=gen, requires_grad=True)
+    y_t, state = layer(x, (h0, c0) if mode == "lstm" else h0)
+    d, sfx = (1, "_reverse") if reverse else (0, "")
+    w_ih, w_hh, b_ih, b_hh = (getattr(layer, f"{p}_l0{sfx}") for p in
+                              ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+    xw = (x @ w_ih.t() + b_ih).detach()
+    c0_d = c0[d].detach() if mode == "lstm" else None
+    args = (xw, h0[d].detach(), c0_d, w_hh.detach(), b_hh.detach())
+    y, h_t, c_t, saved = rnn_layer_fwd(mode, *args, reverse=reverse)
+    outs = [y_t[..., d * h:(d + 1) * h], (state[0] if mode == "lstm" else state)[d]]
+    tol = {"rtol": 1e-5, "atol": 1e-5}
+    torch.testing.assert_close(y, outs[0].detach(), **tol)
+    torch.testing.assert_close(h_t, outs[1].detach(), **tol)
+    if mode == "lstm":
+        outs.append(state[1][d])
+        torch.testing.assert_close(c_t, outs[2].detach(), **tol)
+    heads = [torch.randn(o.shape, generator=gen) for o in outs]
+    wrt = [x, h0, w_hh, b_hh] + ([c0] if mode == "lstm" else [])
+    want = torch.autograd.grad(outs, wrt, heads)
+    dxw, dh0, dc0, dw, db = rnn_layer_bwd(mode, heads[0], heads[1],
+                                          heads[2] if mode == "lstm" else None, *args, y,
+                                          saved, reverse=reverse)
+    tol = {"rtol": 1e-4, "atol": 1e-5}
+    torch.testing.assert_close(dxw @ w_ih.detach(), want[0], **tol)
+    torch.testing.assert_close(dh0, want[1][d], **tol)
+    torch.testing.assert_close(dw, want[2], **tol)
+    torch.testing.assert_close(db, want[3], **tol)
+    if mode == "lstm":
+        torch.testing.assert_close(dc0, want[4][d], **tol)
+
+
+# ---------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("mode,change,message", [
+    ("lstm", {"c0": None}, "c0 is required"),
+    ("gru", {"c0": torch.zeros(2, 5)}, "c0 must be None"),
+    ("rnn_tanh", {"w_hh": torch.zeros(5, 4)}, r"w_hh must be torch.float32 of shape \(5, 5\)"),
+    ("lstm", {"xw": torch.zeros(3, 2, 15)}, r"xw must be .* shape \(3, 2, 20\)"),
+    ("rnn_relu", {"b_hh": torch.zeros(5, dtype=torch.float16)}, "b_hh must be torch.float32"),
+    ("elman", {}, "rnn mode must be one of"),
+])
+def test_bad_operands_name_the_operand_and_shapes(mode, change, message):
+    xw, h0, c0, w, b = _operands(mode if mode in MODES else "rnn_tanh", (3, 2, 5))
+    ops = {"xw": xw, "h0": h0, "c0": c0, "w_hh": w, "b_hh": b, **change}
+    with pytest.raises(ValueError, match=message):
+        rnn_layer_fwd(mode, *ops.values())
+
+
+# ---------------------------------------------------------------- the CUDA configs compile
+
+@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION")
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16, torch.bfloat16),
+                         ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("mode", ("lstm", "gru", "rnn_relu"))
+def test_cuda_tile_configs_compile_for_sm90(mode, dtype):
+    """The table tests compile the interpreter's 16-wide tiles; these are the GPU's."""
+    steps, n, h = 2, 64, 256
+    xw, h0, c0, w, b = _operands(mode, (steps, n, h), dtype)
+    _, _, _, saved = rnn_layer_fwd_ref(mode, xw, h0, c0, w, b)
+    meta = rnn._meta(xw, n, h, cuda=True)
+    meta.pop("num_warps")
+    hs, gates = saved[0], saved[1] if len(saved) > 1 else saved[0]
+    cs = saved[2] if len(saved) > 2 else saved[0]
+    fwd = (xw[0], hs[0], cs[0], w, b, hs[1], cs[0], gates[0], cs[0], n, h)
+    runtime._aot_compile(rnn._fwd_step_kernel.fn, fwd, {"MODE": rnn._MODE_ID[mode], **meta}, 90)
+    bwd = (hs[1], xw[1], hs[1], w, hs[1], hs[1], hs[1], hs[1], gates[0], cs[0], cs[0], cs[0],
+           xw[0], hs[1], n, h, xw.shape[2])
+    flags = {"HAS_NEXT": True, "HAS_CARRY": True, "HAS_DC": True}
+    for final in (False, True):
+        runtime._aot_compile(rnn._bwd_step_kernel.fn, bwd,
+                             {"MODE": rnn._MODE_ID[mode], **flags, "FINAL": final, **meta}, 90)
