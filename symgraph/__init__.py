@@ -32,7 +32,7 @@ _LAZY = {
     "optimizer": "optimizer", "lr_scheduler": "lr_scheduler", "metric": "metric",
     "io": "io", "callback": "callback", "monitor": "monitor", "kv": "kvstore",
     "kvstore": "kvstore", "executor_manager": "executor_manager", "model": "model",
-    "mod": "module", "module": "module",
+    "mod": "module", "module": "module", "rnn": "rnn",
 }
 
 

@@ -32,7 +32,7 @@ from .ndarray import NDArray
 
 __all__ = ["InitDesc", "Initializer", "register", "alias", "create", "Load", "Mixed", "Zero",
            "One", "Constant", "Uniform", "Normal", "Orthogonal", "Xavier", "MSRAPrelu",
-           "Bilinear", "LSTMBias"]
+           "Bilinear", "LSTMBias", "FusedRNN"]
 
 _REGISTRY: dict[str, type] = {}
 
@@ -604,3 +604,57 @@ class LSTMBias(Initializer):
         _assign(arr, 0.0)
         num_hidden = int(arr.shape[0] / 4)
         arr._t[num_hidden:2 * num_hidden] = self.forget_bias
+
+
+@register
+class FusedRNN(Initializer):
+    """The packed ``parameters`` vector of a ``FusedRNNCell``: each unpacked piece is
+    initialized by ``init`` (or the global initializer when None), LSTM forget-gate biases
+    set to ``forget_bias``.
+
+    Parameters
+    ----------
+    init : Initializer, str (its ``dumps()``) or None
+    num_hidden, num_layers, mode, bidirectional, forget_bias
+        As given to the ``FusedRNNCell``.
+
+    Examples
+    --------
+    >>> import symgraph as mx
+    >>> f = FusedRNN(mx.init.Constant(0.5), 1, 1, 'lstm')
+    >>> json.loads(f.dumps())[1]['init'], json.loads(f.dumps())[1]['mode']
+    ('["constant", {"value": 0.5}]', 'lstm')
+    >>> p = mx.nd.zeros((24,))
+    >>> mx.init.Uniform()(InitDesc('lstm_parameters', {'__init__': f.dumps()}), p)
+    >>> p.asnumpy().tolist()[-8:]
+    [0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+    """
+
+    def __init__(self, init, num_hidden: int, num_layers: int, mode: str,
+                 bidirectional: bool = False, forget_bias: float = 1.0):
+        if isinstance(init, str):
+            init = create(init)
+        super().__init__(init=init.dumps() if init is not None else None,
+                         num_hidden=num_hidden, num_layers=num_layers, mode=mode,
+                         bidirectional=bidirectional, forget_bias=forget_bias)
+        self._init = init
+        self._num_hidden = num_hidden
+        self._num_layers = num_layers
+        self._mode = mode
+        self._bidirectional = bidirectional
+        self._forget_bias = forget_bias
+
+    def _init_weight(self, desc, arr):
+        from .rnn.fused_cell import FusedRNNCell
+        cell = FusedRNNCell(self._num_hidden, self._num_layers, self._mode,
+                            self._bidirectional, forget_bias=self._forget_bias, prefix='')
+        args = cell.unpack_weights({'parameters': arr})
+        for name in args:
+            arg_desc = InitDesc(name, global_init=getattr(desc, 'global_init', None))
+            if self._mode == 'lstm' and name.endswith("_f_bias"):
+                _assign(args[name], self._forget_bias)
+            elif self._init is None:
+                desc.global_init(arg_desc, args[name])
+            else:
+                self._init(arg_desc, args[name])
+        _assign(arr, cell.pack_weights(args)['parameters'])
