@@ -54,6 +54,10 @@ class FusedRNNCell(BaseRNNCell):
     >>> args = cell.unpack_weights({'gru_parameters': mx.nd.zeros((1224,))})
     >>> args['gru_r1_h2h_z_weight'].shape, len(args)
     ((4, 4), 48)
+    >>> out, _ = FusedRNNCell(4, mode='gru').unroll(3, mx.sym.Variable('data'), layout='TNC',
+    ...                                             merge_outputs=True)
+    >>> out.name, out.infer_shape(data=(3, 2, 5))[1]
+    ('gru_rnn', [(3, 2, 4)])
     >>> cell(mx.sym.Variable('x'), [])
     Traceback (most recent call last):
     ...
