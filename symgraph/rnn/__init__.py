@@ -6,26 +6,28 @@
 >>> out.infer_shape(data=(3, 2, 5))[1]
 [(3, 2, 4)]
 """
-from . import io, rnn, rnn_cell
+from . import conv_cell, io, rnn, rnn_cell
+from .conv_cell import BaseConvRNNCell, ConvGRUCell, ConvLSTMCell, ConvRNNCell
 from .fused_cell import FusedRNNCell
 from .io import BucketSentenceIter, encode_sentences
 from .rnn import do_rnn_checkpoint, load_rnn_checkpoint, rnn_unroll, save_rnn_checkpoint
 from .rnn_cell import (
-                       BaseRNNCell,
-                       BidirectionalCell,
-                       DropoutCell,
-                       GRUCell,
-                       LSTMCell,
-                       ModifierCell,
-                       ResidualCell,
-                       RNNCell,
-                       RNNParams,
-                       SequentialRNNCell,
-                       ZoneoutCell,
+    BaseRNNCell,
+    BidirectionalCell,
+    DropoutCell,
+    GRUCell,
+    LSTMCell,
+    ModifierCell,
+    ResidualCell,
+    RNNCell,
+    RNNParams,
+    SequentialRNNCell,
+    ZoneoutCell,
 )
 
-__all__ = ["BaseRNNCell", "BidirectionalCell", "BucketSentenceIter", "DropoutCell",
-           "FusedRNNCell", "GRUCell", "LSTMCell", "ModifierCell", "RNNCell", "RNNParams",
-           "ResidualCell", "SequentialRNNCell", "ZoneoutCell", "do_rnn_checkpoint",
+__all__ = ["BaseConvRNNCell", "BaseRNNCell", "BidirectionalCell", "BucketSentenceIter",
+           "ConvGRUCell", "ConvLSTMCell", "ConvRNNCell", "DropoutCell", "FusedRNNCell", "GRUCell",
+           "LSTMCell", "ModifierCell", "RNNCell", "RNNParams", "ResidualCell",
+           "SequentialRNNCell", "ZoneoutCell", "conv_cell", "do_rnn_checkpoint",
            "encode_sentences", "io", "load_rnn_checkpoint", "rnn", "rnn_cell", "rnn_unroll",
            "save_rnn_checkpoint"]
