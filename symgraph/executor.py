@@ -15,9 +15,10 @@ from . import random as _random
 from .base import BindError, DTypeError, MXNetError, ShapeError, dtype_name
 from .context import Context, current_context
 from .graph import IndexedGraph
+from .infer import DTYPE, SHAPE
 from .ndarray.ndarray import NDArray
 from .ops.base import Runtime, known
-from .plan import Plan, bind_outputs, build_plan
+from .plan import Plan, bind_outputs, build_plan, sweep_infer
 from .symbol.symbol import Symbol, _as_dtype, _as_shape, check_unique_names
 
 _GRAD_REQS = ("null", "write", "add")
@@ -84,13 +85,14 @@ class Executor:
     """A bound symbol: arrays for arguments, gradients and aux states, and a prepared plan."""
 
     def __init__(self, symbol: Symbol, ctx: Context, plan: Plan, args: list[NDArray],
-                 grads: list[NDArray | None], aux: list[NDArray], grad_req: dict[str, str]):
+                 grads: list[NDArray | None], aux: list[NDArray], grad_req: dict[str, str],
+                 names: tuple[list[str], list[str]] | None = None):
         self._symbol = symbol
         self._ctx = ctx
         self._plan = plan
         self.arg_arrays, self.grad_arrays, self.aux_arrays = args, grads, aux
-        self._arg_names = symbol.list_arguments()
-        self._aux_names = symbol.list_auxiliary_states()
+        self._arg_names, self._aux_names = names if names is not None else \
+            (symbol.list_arguments(), symbol.list_auxiliary_states())
         self._grad_req = grad_req
         self.arg_dict = dict(zip(self._arg_names, args))
         self.grad_dict = dict(zip(self._arg_names, grads))  # None where grad_req is null
@@ -294,21 +296,28 @@ def _known_inputs(symbol: Symbol, ig: IndexedGraph, given: dict, attr: str, conv
     return out
 
 
-def _resolve(symbol: Symbol, shapes: dict, types: dict):
-    """Shapes and dtypes of all arguments and aux states, or a BindError naming what is missing."""
-    arg_s, _, aux_s = symbol.infer_shape_partial(**shapes)
+def _resolve(ig: IndexedGraph, shapes: dict, types: dict):
+    """Shapes and dtypes of all arguments and aux states, or a BindError naming what is missing;
+    also every entry's inferred shape and dtype (``build_plan`` starts from them)."""
+    by_name = {ig.nodes[i].name: i for i in ig.variable_ids}
+    shape_values = sweep_infer(SHAPE, ig, {by_name[n]: s for n, s in shapes.items()})
     typed = dict(types)
-    arg_t, _, aux_t = symbol.infer_type_partial(**typed)
-    if any(t is None for t in arg_t + aux_t):  # MXNet's default dtype for undetermined inputs
-        names = symbol.list_arguments() + symbol.list_auxiliary_states()
-        typed.update({n: "float32" for n, t in zip(names, arg_t + aux_t) if t is None})
-        arg_t, _, aux_t = symbol.infer_type_partial(**typed)
-    names = symbol.list_arguments() + symbol.list_auxiliary_states()
-    missing = [f"{n}: {s}" for n, s in zip(names, arg_s + aux_s) if not known(s)]
+    type_values = sweep_infer(DTYPE, ig, {by_name[n]: t for n, t in typed.items()})
+    var_ids = ig.argument_ids + ig.aux_state_ids
+    names = [ig.nodes[i].name for i in var_ids]
+    if any(type_values[ig.row_ptr[i]] is None for i in var_ids):
+        # MXNet's default dtype for undetermined inputs
+        typed.update({n: "float32" for n, i in zip(names, var_ids)
+                      if type_values[ig.row_ptr[i]] is None})
+        type_values = sweep_infer(DTYPE, ig, {by_name[n]: t for n, t in typed.items()})
+    var_shapes = [shape_values[ig.row_ptr[i]] for i in var_ids]
+    missing = [f"{n}: {s}" for n, s in zip(names, var_shapes) if not known(s)]
     if missing:
         raise ShapeError("simple_bind: cannot infer the shapes of these inputs; give their "
                          "shapes as keyword arguments:\n\t" + "\n\t".join(missing))
-    return dict(zip(names, arg_s + aux_s)), dict(zip(names, arg_t + aux_t))
+    return (dict(zip(names, var_shapes)),
+            {n: type_values[ig.row_ptr[i]] for n, i in zip(names, var_ids)},
+            (ig, shape_values, type_values))
 
 
 def _alloc(shape, dtype: str, ctx: Context) -> NDArray:
@@ -342,8 +351,9 @@ def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict
     shapes = _known_inputs(symbol, ig, shapes or {}, "__shape__", _as_shape)
     types = _known_inputs(symbol, ig, {k: dtype_name(v) for k, v in (type_dict or {}).items()},
                           "__dtype__", _as_dtype)
-    all_shapes, all_types = _resolve(symbol, shapes, types)
-    arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+    all_shapes, all_types, inferred = _resolve(ig, shapes, types)
+    arg_names = [ig.nodes[i].name for i in ig.argument_ids]
+    aux_names = [ig.nodes[i].name for i in ig.aux_state_ids]
     reqs = normalize_grad_req(grad_req, arg_names, _frozen_names(ig))
     shared_names = set(shared_arg_names or ())
     donor = shared_exec.arg_dict if shared_exec is not None else {}
@@ -361,16 +371,28 @@ def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict
     adonor = shared_exec.aux_dict if shared_exec is not None else {}
     aux = [adonor[n] if n in adonor and adonor[n].shape == all_shapes[n]
            else _alloc(all_shapes[n], all_types[n], ctx) for n in aux_names]
-    return _make(symbol, ctx, args, grads, aux, reqs)
+    return _make(symbol, ctx, args, grads, aux, reqs, (arg_names, aux_names, inferred))
 
 
-def _make(symbol, ctx, args, grads, aux, reqs) -> Executor:
-    arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+def _make(symbol, ctx, args, grads, aux, reqs, known_graph=None) -> Executor:
+    """Plan and executor; ``known_graph`` = (arg names, aux names, (forward graph, its
+    inferred shapes, dtypes)) saves ``simple_bind``'s work from being done again."""
+    if known_graph is None:
+        arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+        inferred = None
+    else:
+        arg_names, aux_names, inferred = known_graph
     shapes = {n: a.shape for n, a in zip(arg_names + aux_names, args + aux)}
     dtypes = {n: dtype_name(a.dtype) for n, a in zip(arg_names + aux_names, args + aux)}
+    if inferred is not None:  # arrays shared from another executor may disagree
+        ig, inferred_shapes, inferred_types = inferred
+        row = ig.row_ptr
+        if any(inferred_shapes[row[i]] != shapes[ig.nodes[i].name] or
+               inferred_types[row[i]] != dtypes[ig.nodes[i].name] for i in ig.variable_ids):
+            inferred = None
     wrt = [n for n, g in zip(arg_names, grads) if g is not None]
-    plan = build_plan(symbol._outputs, shapes, dtypes, wrt, ctx.torch_device)
-    return Executor(symbol, ctx, plan, args, grads, aux, reqs)
+    plan = build_plan(symbol._outputs, shapes, dtypes, wrt, ctx.torch_device, fwd=inferred)
+    return Executor(symbol, ctx, plan, args, grads, aux, reqs, names=(arg_names, aux_names))
 
 
 def _as_list(arrays, names: list[str], what: str, allow_missing: bool = False) -> list:

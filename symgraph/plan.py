@@ -16,9 +16,9 @@ import torch
 
 from . import config
 from .autodiff import Gradients, build_gradients
-from .base import NAME_TO_TORCH, ShapeError
+from .base import NAME_TO_TORCH, MXNetError, ShapeError
 from .graph import IndexedGraph
-from .infer import infer_shapes, infer_types
+from .infer import DTYPE, SHAPE, _apply_rule, infer_shapes, infer_types
 from .lowering import (
     Unit,
     epilogue_pairs,
@@ -81,16 +81,20 @@ def _var_initial(graph: IndexedGraph, fwd: IndexedGraph, known_vals: dict[str, o
     return initial
 
 
-def _infer_all(graph, fwd, shapes_in, dtypes_in, grads):
-    """Shapes and dtypes of every entry of the combined graph (heads' grads like the heads)."""
-    fwd_shapes = infer_shapes(fwd, {i: shapes_in[fwd.nodes[i].name] for i in fwd.variable_ids
-                                    if fwd.nodes[i].name in shapes_in})
-    fwd_types = infer_types(fwd, {i: dtypes_in[fwd.nodes[i].name] for i in fwd.variable_ids
-                                  if fwd.nodes[i].name in dtypes_in})
+def _infer_all(graph, fwd, shapes_in, dtypes_in, grads, fwd_values=None):
+    """Shapes and dtypes of every entry of the combined graph (heads' grads like the heads);
+    ``fwd_values`` = the forward graph's inferred (shapes, dtypes) when already known."""
+    if fwd_values is None:
+        fwd_values = (
+            infer_shapes(fwd, {i: shapes_in[fwd.nodes[i].name] for i in fwd.variable_ids
+                               if fwd.nodes[i].name in shapes_in}),
+            infer_types(fwd, {i: dtypes_in[fwd.nodes[i].name] for i in fwd.variable_ids
+                              if fwd.nodes[i].name in dtypes_in}))
+    fwd_shapes, fwd_types = fwd_values
     head_shapes = [fwd_shapes[fwd.entry_id(h)] for h in fwd.heads]
     head_types = [fwd_types[fwd.entry_id(h)] for h in fwd.heads]
-    shapes = infer_shapes(graph, _var_initial(graph, fwd, shapes_in, head_shapes, grads))
-    dtypes = infer_types(graph, _var_initial(graph, fwd, dtypes_in, head_types, grads))
+    shapes = sweep_infer(SHAPE, graph, _var_initial(graph, fwd, shapes_in, head_shapes, grads))
+    dtypes = sweep_infer(DTYPE, graph, _var_initial(graph, fwd, dtypes_in, head_types, grads))
     for nid, node in enumerate(graph.nodes):
         for k in range(node.num_outputs):
             slot = graph.row_ptr[nid] + k
@@ -99,6 +103,61 @@ def _infer_all(graph, fwd, shapes_in, dtypes_in, grads):
                                  f"{k} (got shape {shapes[slot]}, dtype {dtypes[slot]}); "
                                  "give every input's shape at bind")
     return shapes, dtypes
+
+
+def sweep_infer(kind, graph: IndexedGraph, initial: dict[int, object]) -> list:
+    """What ``infer_shapes``/``infer_types`` (``kind`` SHAPE/DTYPE) return, mostly in one pass.
+
+    The fixed-point loop runs every rule until a pass changes nothing: at least two passes.
+    In topological order one pass suffices unless a rule refines an entry that an earlier
+    node saw incomplete (only those can change what an earlier rule gives), so the pass
+    watches such entries and falls back to the loop when one changes. A node meeting fully
+    known inputs calls its rule directly (the common case at bind: every variable known);
+    the others, conflicts included, go through ``infer``'s rule application and messages.
+    """
+    values = [kind.unknown] * graph.num_entries
+    row = graph.row_ptr
+    for nid, value in initial.items():
+        values[row[nid]] = value
+    is_known = kind.is_known
+    watched: set[int] = set()
+    for nid, node in enumerate(graph.nodes):
+        if node.op is None:
+            continue
+        ins = graph.input_entries(nid)
+        base, n_out = row[nid], node.num_outputs
+        if _direct(kind, node, ins, values, base):
+            continue
+        touched = ins + list(range(base, base + n_out))
+        before = [values[e] for e in touched]
+        _apply_rule(kind, graph, nid, values)
+        if any(e in watched and values[e] != b for e, b in zip(touched, before)):
+            return (infer_shapes if kind is SHAPE else infer_types)(graph, initial)
+        watched.update(e for e in touched if not is_known(values[e]))
+    return values
+
+
+def _direct(kind, node, ins: list[int], values: list, base: int) -> bool:
+    """Run ``node``'s rule on fully known inputs and store its (fully known) outputs; False
+    (nothing written) when that does not apply."""
+    current = [values[e] for e in ins]
+    n_out = node.num_outputs
+    if not all(kind.is_known(v) for v in current) or \
+            any(values[base + k] != kind.unknown for k in range(n_out)):
+        return False
+    try:
+        result = kind.rule(node)(node.params, list(current))
+    except MXNetError:
+        return False  # the general path raises it with its message
+    if result is None or list(result[0]) != current:
+        return False
+    outs = list(result[1])
+    if kind is DTYPE and len(outs) == 1 and n_out > 1:
+        outs = outs * n_out  # one dtype stands for every output
+    if len(outs) != n_out or not all(kind.is_known(o) for o in outs):
+        return False
+    values[base:base + n_out] = outs
+    return True
 
 
 class _Layout:
@@ -183,12 +242,15 @@ def _steps(units: list[Unit], keep: set[int], last_use: dict, impl: dict) -> lis
 
 
 def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
-               wrt: list[str], device: torch.device) -> Plan:
-    """Build the plan for ``heads`` with gradients for the variables named in ``wrt``."""
-    fwd = IndexedGraph(heads)
+               wrt: list[str], device: torch.device, fwd=None) -> Plan:
+    """Build the plan for ``heads`` with gradients for the variables named in ``wrt``.
+
+    ``fwd``: ``(IndexedGraph(heads), its shapes, its dtypes)`` when the caller inferred them.
+    """
+    fwd, fwd_values = (fwd[0], fwd[1:]) if fwd is not None else (IndexedGraph(heads), None)
     by_name = {fwd.nodes[i].name: i for i in fwd.variable_ids}
     graph, grads = _combined(heads, [by_name[n] for n in wrt], fwd)
-    shapes, dtypes = _infer_all(graph, fwd, shapes_in, dtypes_in, grads)
+    shapes, dtypes = _infer_all(graph, fwd, shapes_in, dtypes_in, grads, fwd_values)
     fwd_ids = {graph.node_id[id(n)] for n in fwd.nodes}
     layout = _Layout(graph, [i for i, n in enumerate(graph.nodes) if n.op is not None],
                      shapes, dtypes)

@@ -261,3 +261,31 @@ def test_mxnet_checks():
     assert mod.data_names == ("data",) and mod.output_names == ["softmax_output"]
     with pytest.raises(AssertionError):
         mod.switch_bucket(3, [("data", (BATCH, 3))])
+
+
+def _both(sym, shapes: dict, types: dict) -> None:
+    from symgraph.graph import IndexedGraph
+    from symgraph.infer import DTYPE, SHAPE, infer_shapes, infer_types
+    from symgraph.plan import sweep_infer
+    ig = IndexedGraph(sym._outputs)
+    by_name = {ig.nodes[i].name: i for i in ig.variable_ids}
+    shapes = {by_name[n]: s for n, s in shapes.items()}
+    types = {by_name[n]: t for n, t in types.items()}
+    assert sweep_infer(SHAPE, ig, shapes) == infer_shapes(ig, shapes)
+    assert sweep_infer(DTYPE, ig, types) == infer_types(ig, types)
+
+
+def test_one_pass_inference_equals_the_fixed_point():
+    """Bind speed: ``plan.sweep_infer`` (one pass, falling back to the fixed-point loop when
+    a later rule refines what an earlier node saw incomplete) gives ``infer``'s values."""
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    _both(sym_gen(5)[0], {"data": (4, 5)}, {"data": "float32"})  # weights from their users
+    # y's shape and dtype are known only from the add after the relu that reads it
+    _both(mx.sym.elemwise_add(mx.sym.Activation(y, act_type="relu"), x), {"x": (2, 3)},
+          {"x": "float16"})
+    _both(mx.sym.Group([mx.sym.FullyConnected(y, num_hidden=3), mx.sym.elemwise_add(y, x)]),
+          {"x": (2, 3)}, {"x": "float32"})
+    _both(mx.sym.broadcast_add(x, y), {"x": (2, 3), "y": (1, 3)},
+          {"x": "float32", "y": "float32"})
+    with pytest.raises(mx.base.ShapeError, match="Shape inconsistent"):
+        _both(mx.sym.elemwise_add(x, y), {"x": (2, 3), "y": (3, 2)}, {})
