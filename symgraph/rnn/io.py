@@ -99,10 +99,10 @@ class BucketSentenceIter(DataIter):
     (2, (2, 2), (2, 2))
     >>> sorted(batch.label[0].asnumpy().tolist())
     [[2.0, -1.0], [4.0, -1.0]]
-    >>> BucketSentenceIter([[1, 2], [3, 4]], 2, layout='NTC')
+    >>> BucketSentenceIter([[1, 2], [3, 4]], 2, layout='TC')
     Traceback (most recent call last):
     ...
-    ValueError: Invalid layout NTC: Must by NT (batch major) or TN (time major)
+    ValueError: Invalid layout TC: Must by NT (batch major) or TN (time major)
     """
 
     def __init__(self, sentences, batch_size: int, buckets=None, invalid_label: int = -1,
@@ -127,7 +127,7 @@ class BucketSentenceIter(DataIter):
         self.major_axis = layout.find('N')
         self.layout = layout
         self.default_bucket_key = max(buckets)
-        if self.major_axis not in (0, 1) or sorted(layout) != ['N', 'T']:
+        if self.major_axis not in (0, 1):  # as MXNet, only the position of 'N' is checked
             raise ValueError(f"Invalid layout {layout}: Must by NT (batch major) "
                              "or TN (time major)")
         self.provide_data = [self._desc(self.data_name, self.default_bucket_key)]
