@@ -129,6 +129,14 @@ def test_unsupported_options_raise_when_run_like_mxnet_cpu(attrs, message):
         exe.forward(is_train=False)
 
 
+@pytest.mark.parametrize("attrs", [dict(num_layers=0, state_size=3),
+                                   dict(num_layers=1, state_size=0)])
+def test_empty_layers_are_refused_at_shape_inference(attrs):
+    """MXNet accepts these and its CPU kernels return NaN or fail; symgraph refuses them."""
+    with pytest.raises(MXNetError, match="num_layers >= 1 and state_size >= 1"):
+        _rnn(dict(mode="gru", **attrs)).infer_shape(data=(3, 2, 4))
+
+
 def _dropout_exe():
     sym = _rnn(dict(mode="gru", state_size=4, num_layers=3, p=0.5, bidirectional=True))
     exe = sym.simple_bind(mx.cpu(), type_dict={"data": "float64"}, data=(5, 3, 2))

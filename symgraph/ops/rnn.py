@@ -159,6 +159,9 @@ def _shape(p, shapes):
         raise ShapeError(f"Check failed: dshape.ndim() == 3U ({len(data)} vs. 3) : Input data "
                          "should be rank-3 tensor of dim [sequence length, batch size, input "
                          "size]")
+    if p.num_layers < 1 or p.state_size < 1:  # MXNet's kernels then return garbage or fail
+        raise ShapeError(f"RNN needs num_layers >= 1 and state_size >= 1, got num_layers="
+                         f"{p.num_layers}, state_size={p.state_size}")
     steps, batch, width = data
     total = p.num_layers * _dirs(p)
     layer = p.state_size if p.projection_size is None else p.projection_size
