@@ -15,6 +15,7 @@ import numpy as np
 
 from .base import MXNetError
 from .context import Context, cpu
+from .graph import IndexedGraph
 from .ndarray import NDArray
 from .ndarray import concat as nd_concat
 
@@ -78,13 +79,16 @@ def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slic
                 dst[:] = NDArray(piece)
 
 
-def _rows(label, sl: slice):
-    """``label[sl]`` (a view for an NDArray); the label itself when ``sl`` spans all of it."""
+def _rows(label, sl: slice, axis: int = 0):
+    """``label``'s slice ``sl`` along its batch ``axis`` (a view for an NDArray); the label
+    itself when ``sl`` spans all of it."""
     if isinstance(label, NDArray):
-        if sl.start == 0 and label._t.shape[0] == sl.stop:
+        if sl.start == 0 and label._t.shape[axis] == sl.stop:
             return label
-        return label[sl.start:sl.stop]
-    return np.asarray(label)[sl]
+        if axis == 0:
+            return label[sl.start:sl.stop]
+        return NDArray(label._t.narrow(axis, sl.start, sl.stop - sl.start))
+    return np.take(np.asarray(label), range(sl.start, sl.stop), axis=axis)
 
 
 def _merge_multi_context(outputs: list[list[NDArray]], axes: Sequence[int]) -> list[NDArray]:
@@ -141,9 +145,10 @@ class DataParallelExecutorGroup:
         self.contexts = list(contexts)
         self.workload = list(workload or [1] * len(self.contexts))
         self.param_names = list(param_names)
-        self.arg_names = symbol.list_arguments()
+        ig = IndexedGraph(symbol._outputs)  # one walk for both name lists (bind speed)
+        self.arg_names = [ig.nodes[i].name for i in ig.argument_ids]
         self.output_names = symbol.list_outputs()
-        self.aux_names = symbol.list_auxiliary_states()
+        self.aux_names = [ig.nodes[i].name for i in ig.aux_state_ids]
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self.logger = logger
@@ -324,7 +329,8 @@ class DataParallelExecutorGroup:
             if pre_sliced:
                 labels_slice = labels[i]
             else:
-                labels_slice = [_rows(lab, sl) for lab in labels]
+                axes = [d[2] for d in self.label_shapes] + [0] * len(labels)
+                labels_slice = [_rows(lab, sl, axis) for lab, axis in zip(labels, axes)]
             if hasattr(eval_metric, "update_dict") and self.label_names:
                 eval_metric.update_dict(dict(zip(self.label_names, labels_slice)),
                                         dict(zip(self.output_names, exe.outputs)))

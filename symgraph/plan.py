@@ -125,8 +125,8 @@ def sweep_infer(kind, graph: IndexedGraph, initial: dict[int, object]) -> list:
         if node.op is None:
             continue
         ins = graph.input_entries(nid)
-        base, n_out = row[nid], node.num_outputs
-        if _direct(kind, node, ins, values, base):
+        base, n_out = row[nid], row[nid + 1] - row[nid]
+        if _direct(kind, node, ins, values, base, n_out):
             continue
         touched = ins + list(range(base, base + n_out))
         before = [values[e] for e in touched]
@@ -137,11 +137,10 @@ def sweep_infer(kind, graph: IndexedGraph, initial: dict[int, object]) -> list:
     return values
 
 
-def _direct(kind, node, ins: list[int], values: list, base: int) -> bool:
-    """Run ``node``'s rule on fully known inputs and store its (fully known) outputs; False
-    (nothing written) when that does not apply."""
+def _direct(kind, node, ins: list[int], values: list, base: int, n_out: int) -> bool:
+    """Run ``node``'s rule on fully known inputs and store its ``n_out`` (fully known)
+    outputs; False (nothing written) when that does not apply."""
     current = [values[e] for e in ins]
-    n_out = node.num_outputs
     if not all(kind.is_known(v) for v in current) or \
             any(values[base + k] != kind.unknown for k in range(n_out)):
         return False

@@ -1,0 +1,198 @@
+"""BucketingModule: time to bind a new bucket, and memory over buckets in either arrival order.
+
+Workload: a small LSTM-like network unrolled over the bucket length (Embedding, per step one
+shared i2h and h2h FullyConnected with 4 gates, SliceChannel, sigmoid/tanh gates, the cell
+update, then a shared output layer and SoftmaxOutput), batch 32, hidden 64, vocabulary 100.
+
+Bind time: ``switch_bucket`` to a bucket not seen before, after a few buckets warmed the
+caches (kernels, prepared references), minus the user's ``sym_gen`` (timed separately).
+The issue's target is <= 20 ms. Peers in the same run: symgraph with the fixed-point
+inference it used before (``--no-baseline`` skips it) and MXNet 1.9.1's ``switch_bucket``
+when ``--mxnet-python`` is given.
+
+Memory: the bucket arena's peak planned bytes over the largest bucket's plan (target
+<= 1.05) with the largest bucket first and last, the plans' sum over the arena (what
+one buffer set per bucket would take), and the intermediates really held afterwards.
+
+    python benchmarks/bench_bucketing.py [--lengths 10 20 30] [--reps 7]
+        [--json benchmarks/results/bucketing_cpu.json] [--mxnet-python /work/mxvenv/bin/python]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import logging
+import os
+import statistics
+import subprocess
+import time
+
+BATCH, HIDDEN, VOCAB = 32, 64, 100
+
+
+def lstm_sym_gen(mx, timings: list | None = None):
+    """``sym_gen(key)`` for keys ``length`` or ``(length, tag)`` (same text under MXNet)."""
+    def sym_gen(key):
+        t0 = time.perf_counter()
+        length = key[0] if isinstance(key, tuple) else key
+        data, label = mx.sym.Variable("data"), mx.sym.Variable("softmax_label")
+        embed = mx.sym.Embedding(data, input_dim=VOCAB, output_dim=HIDDEN, name="embed")
+        steps = mx.sym.SliceChannel(embed, num_outputs=length, axis=1, squeeze_axis=True)
+        w = {n: mx.sym.Variable(n) for n in ("i2h_weight", "i2h_bias", "h2h_weight",
+                                             "h2h_bias")}
+        h = c = None
+        outs = []
+        for t in range(length):
+            g = mx.sym.FullyConnected(steps[t], weight=w["i2h_weight"], bias=w["i2h_bias"],
+                                      num_hidden=4 * HIDDEN, name=f"t{t}_i2h")
+            if h is not None:
+                g = g + mx.sym.FullyConnected(h, weight=w["h2h_weight"], bias=w["h2h_bias"],
+                                              num_hidden=4 * HIDDEN, name=f"t{t}_h2h")
+            i, f, cc, o = mx.sym.SliceChannel(g, num_outputs=4, name=f"t{t}_slice")
+            i = mx.sym.Activation(i, act_type="sigmoid")
+            f = mx.sym.Activation(f, act_type="sigmoid")
+            o = mx.sym.Activation(o, act_type="sigmoid")
+            cc = mx.sym.Activation(cc, act_type="tanh")
+            c = i * cc if c is None else f * c + i * cc
+            h = o * mx.sym.Activation(c, act_type="tanh")
+            outs.append(mx.sym.expand_dims(h, axis=1))
+        seq = mx.sym.Reshape(mx.sym.Concat(*outs, dim=1), shape=(-1, HIDDEN))
+        pred = mx.sym.FullyConnected(seq, num_hidden=VOCAB, name="pred")
+        out = mx.sym.SoftmaxOutput(pred, mx.sym.Reshape(label, shape=(-1,)), name="softmax")
+        if timings is not None:
+            timings.append(time.perf_counter() - t0)
+        return out, ("data",), ("softmax_label",)
+    return sym_gen
+
+
+def shapes(mx, length: int):
+    return ([mx.io.DataDesc("data", (BATCH, length))],
+            [mx.io.DataDesc("softmax_label", (BATCH, length))])
+
+
+def bind_ms(mx, lengths, reps: int, **kwargs) -> dict:
+    """Median ms of binding a new bucket per length: (switch_bucket - sym_gen, sym_gen)."""
+    timings: list = []
+    mod = mx.mod.BucketingModule(lstm_sym_gen(mx, timings), default_bucket_key=(max(lengths), 0),
+                                 context=mx.cpu(), **kwargs)
+    mod.bind(*shapes(mx, max(lengths)))
+    mod.init_params()
+    for length in (3, 4, 5):  # warm-up buckets
+        mod.switch_bucket((length, 0), *shapes(mx, length))
+    out = {}
+    for length in lengths:
+        binds, gens = [], []
+        for rep in range(1, reps + 1):
+            timings.clear()
+            t0 = time.perf_counter()
+            mod.switch_bucket((length, rep), *shapes(mx, length))
+            total = time.perf_counter() - t0
+            gens.append(timings[-1])
+            binds.append(total - timings[-1])
+        out[length] = (statistics.median(binds) * 1e3, statistics.median(gens) * 1e3)
+    return out
+
+
+@contextlib.contextmanager
+def fixed_point_inference():
+    """symgraph as before this change: the fixed-point inference loop at bind."""
+    from symgraph import executor, plan
+    from symgraph.infer import SHAPE, infer_shapes, infer_types
+
+    def loop(kind, graph, initial):
+        return (infer_shapes if kind is SHAPE else infer_types)(graph, initial)
+    saved = (plan.sweep_infer, executor.sweep_infer)
+    plan.sweep_infer = executor.sweep_infer = loop
+    try:
+        yield
+    finally:
+        plan.sweep_infer, executor.sweep_infer = saved
+
+
+def memory(mx, lengths, largest_first: bool) -> dict:
+    """Arena accounting after a training step on every bucket in the given order."""
+    import numpy as np
+    order = sorted(lengths, reverse=largest_first)
+    mod = mx.mod.BucketingModule(lstm_sym_gen(mx), default_bucket_key=order[0], max_buckets=0)
+    mod.bind(*shapes(mx, order[0]))
+    mod.init_params()
+    mod.init_optimizer()
+    for length in order:
+        x = mx.nd.array(np.random.randint(0, VOCAB, (BATCH, length)))
+        data, label = shapes(mx, length)
+        mod.forward_backward(mx.io.DataBatch([x], [x], bucket_key=length, provide_data=data,
+                                             provide_label=label))
+        mod.update()
+    stats = mod.memory_stats()
+    largest = stats["largest_bucket_bytes"]
+    return {"order": "largest first" if largest_first else "largest last",
+            "largest_bucket_mb": round(largest / 2**20, 3),
+            "peak_over_largest": round(stats["peak_planned_bytes"] / largest, 3),
+            "sum_over_arena": round(stats["unshared_bytes"] / stats["planned_bytes"], 3),
+            "held_mb": round(stats["held_bytes"] / 2**20, 3)}
+
+
+def mxnet_bind_ms(python: str | None, lengths, reps: int) -> dict | None:
+    """The same bind timing under MXNet 1.9.1 in its own virtualenv (None if absent)."""
+    if not python or not os.path.exists(python):
+        return None
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import sys, json, mxnet as mx; sys.path.insert(0, {here!r}); "
+            f"import bench_bucketing as b; "
+            f"print(json.dumps(b.bind_ms(mx, {list(lengths)!r}, {reps})))")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=900,
+                         check=False)
+    if out.returncode != 0:
+        return None
+    return {int(k): v for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[10, 20, 30])
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--mxnet-python", default=None)
+    parser.add_argument("--no-baseline", action="store_true")
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    import torch
+
+    import symgraph as mx
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=False).stdout.strip()
+    result = {"device": f"cpu ({torch.get_num_threads()} threads)",
+              "date": datetime.date.today().isoformat(), "commit": head,
+              "bind": [], "memory": []}
+    ours = bind_ms(mx, args.lengths, args.reps)
+    before = None
+    if not args.no_baseline:
+        with fixed_point_inference():
+            before = bind_ms(mx, args.lengths, args.reps)
+    theirs = mxnet_bind_ms(args.mxnet_python, args.lengths, args.reps)
+    for length in args.lengths:
+        row = {"length": length, "bind_ms": round(ours[length][0], 2),
+               "sym_gen_ms": round(ours[length][1], 2),
+               "bind_ms_fixed_point_inference": None if before is None else
+               round(before[length][0], 2),
+               "mxnet_bind_ms": None if theirs is None else round(theirs[length][0], 2),
+               "target": "<= 20 ms"}
+        result["bind"].append(row)
+        print(f"bucket {length:3d}: bind {row['bind_ms']:7.2f} ms  (sym_gen "
+              f"{row['sym_gen_ms']:6.2f} ms; fixed-point inference "
+              f"{row['bind_ms_fixed_point_inference']} ms; mxnet {row['mxnet_bind_ms']} ms)")
+    for largest_first in (True, False):
+        row = memory(mx, args.lengths, largest_first)
+        result["memory"].append(row)
+        print(f"{row['order']:14s}: peak planned / largest bucket {row['peak_over_largest']:.3f}"
+              f"  (largest {row['largest_bucket_mb']} MB; one buffer set per bucket would be "
+              f"{row['sum_over_arena']:.2f}x; held now {row['held_mb']} MB)")
+    if args.json:
+        from symgraph.symbol.json_io import atomic_write
+        atomic_write(args.json, (json.dumps(result, indent=2) + "\n").encode())
+
+
+if __name__ == "__main__":
+    main()
