@@ -218,7 +218,8 @@ compression_params
         self._work_load_list = work_load_list
         self._group2ctxs = group2ctxs
         self._max_buckets = config.get().max_buckets if max_buckets is None else max_buckets
-        self._buckets: OrderedDict = OrderedDict()  # least recently used first
+        self._buckets: dict = {}  # in binding order, as MXNet's
+        self._recent: OrderedDict = OrderedDict()  # the same keys, least recently used first
         self._seen_keys: list = []  # every bucket bound so far (checkpoints list them)
         self._arena = BucketArena()
         self._curr_module = None
@@ -229,7 +230,8 @@ compression_params
 
     def _reset_bind(self) -> None:
         self.binded = False
-        self._buckets = OrderedDict()
+        self._buckets = {}
+        self._recent = OrderedDict()
         self._arena = BucketArena()
         self._curr_module = None
         self._curr_bucket_key = None
@@ -351,6 +353,7 @@ compression_params
                     force_rebind=False, shared_module=None, grad_req=grad_req)
         self._curr_module, self._curr_bucket_key = module, key
         self._buckets[key] = module
+        self._recent[key] = None
         self._note_bound(key, module)
         if saved is not None:
             self.set_params(*saved)
@@ -371,7 +374,8 @@ compression_params
             if self._monitor is not None:
                 module.install_monitor(self._monitor)
             self._note_bound(bucket_key, module)
-        self._buckets.move_to_end(bucket_key)
+        self._recent[bucket_key] = None
+        self._recent.move_to_end(bucket_key)
         self._curr_module, self._curr_bucket_key = module, bucket_key
         self._evict()
 
@@ -386,9 +390,10 @@ compression_params
         if not self._max_buckets:
             return
         keep = (self._default_bucket_key, self._curr_bucket_key)
-        for key in [k for k in self._buckets if k not in keep]:
+        for key in [k for k in self._recent if k not in keep]:
             if len(self._buckets) <= self._max_buckets:
                 break
+            del self._recent[key]
             module = self._buckets.pop(key)
             self._arena.unregister(key)
             if self._monitor is not None and module.binded:
@@ -510,11 +515,13 @@ compression_params
             _, data_names, label_names = sym_gen(key)
             symbol = sym.load(f"{prefix}-{key}-symbol.json")
             mod._buckets[key] = Module(symbol, data_names, label_names, **module_kwargs)
+            mod._recent[key] = None
             if key == default_bucket_key:
                 mod._curr_module = mod._buckets[key]
         if mod._curr_module is None:  # the default bucket was not saved: make it
             mod._curr_module = mod._new_module(*mod._call_sym_gen(default_bucket_key))
             mod._buckets[default_bucket_key] = mod._curr_module
+            mod._recent[default_bucket_key] = None
         arg_params, aux_params = load_params(prefix, epoch)
         mod._curr_module._arg_params, mod._curr_module._aux_params = arg_params, aux_params
         mod._curr_module.params_initialized = True
