@@ -254,14 +254,6 @@ def _forward(p, ins, aux, rt):
     return _results(p, y, hy, cy, seed, ins[0])
 
 
-def _prepare(p, in_shapes, out_shapes, out=None):
-    """The forward for fixed shapes: the packed vector's layout is computed once."""
-    if out is not None:
-        return None
-    _pieces(p.mode, p.num_layers, _dirs(p), p.state_size, in_shapes[0][2])
-    return _forward
-
-
 # ---------------------------------------------------------------- backward
 
 def _backward_inputs(p) -> list[str]:
@@ -469,7 +461,7 @@ register(OpDef(
 
 register(OpDef(
     name="RNN", params=_PARAMS, inputs=_inputs, outputs=_outputs, num_visible=_num_visible,
-    check=_check, infer_shape=_shape, infer_type=_type, forward=_forward, prepare=_prepare,
+    check=_check, infer_shape=_shape, infer_type=_type, forward=_forward,
     gradient=_gradient, kernel=triton_rnn, random=_drops, aliases=("_npx_rnn",),
     cases=(
         _case("rnn_tanh", (4, 2, 3), 3),
