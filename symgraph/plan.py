@@ -93,8 +93,10 @@ def _infer_all(graph, fwd, shapes_in, dtypes_in, grads, fwd_values=None):
     fwd_shapes, fwd_types = fwd_values
     head_shapes = [fwd_shapes[fwd.entry_id(h)] for h in fwd.heads]
     head_types = [fwd_types[fwd.entry_id(h)] for h in fwd.heads]
-    shapes = sweep_infer(SHAPE, graph, _var_initial(graph, fwd, shapes_in, head_shapes, grads))
-    dtypes = sweep_infer(DTYPE, graph, _var_initial(graph, fwd, dtypes_in, head_types, grads))
+    shapes = sweep_infer(SHAPE, graph, _var_initial(graph, fwd, shapes_in, head_shapes, grads),
+                         _settled(SHAPE, graph, fwd, fwd_shapes))
+    dtypes = sweep_infer(DTYPE, graph, _var_initial(graph, fwd, dtypes_in, head_types, grads),
+                         _settled(DTYPE, graph, fwd, fwd_types))
     for nid, node in enumerate(graph.nodes):
         for k in range(node.num_outputs):
             slot = graph.row_ptr[nid] + k
@@ -105,7 +107,18 @@ def _infer_all(graph, fwd, shapes_in, dtypes_in, grads, fwd_values=None):
     return shapes, dtypes
 
 
-def sweep_infer(kind, graph: IndexedGraph, initial: dict[int, object]) -> list:
+def _settled(kind, graph: IndexedGraph, fwd: IndexedGraph, fwd_values: list) -> dict:
+    """The forward nodes' outputs in the combined graph, when forward inference knew every
+    entry: the same rules on the same inputs, so the combined pass need not rerun them."""
+    if not all(kind.is_known(v) for v in fwd_values):
+        return {}
+    row = fwd.row_ptr
+    return {graph.node_id[id(node)]: fwd_values[row[i]:row[i + 1]]
+            for i, node in enumerate(fwd.nodes) if node.op is not None}
+
+
+def sweep_infer(kind, graph: IndexedGraph, initial: dict[int, object],
+                settled: dict[int, list] | None = None) -> list:
     """What ``infer_shapes``/``infer_types`` (``kind`` SHAPE/DTYPE) return, mostly in one pass.
 
     The fixed-point loop runs every rule until a pass changes nothing: at least two passes.
@@ -114,15 +127,19 @@ def sweep_infer(kind, graph: IndexedGraph, initial: dict[int, object]) -> list:
     watches such entries and falls back to the loop when one changes. A node meeting fully
     known inputs calls its rule directly (the common case at bind: every variable known);
     the others, conflicts included, go through ``infer``'s rule application and messages.
+    ``settled``: node id -> output values already inferred for these inputs (not rerun).
     """
     values = [kind.unknown] * graph.num_entries
     row = graph.row_ptr
     for nid, value in initial.items():
         values[row[nid]] = value
+    settled = settled or {}
+    for nid, outs in settled.items():
+        values[row[nid]:row[nid + 1]] = outs
     is_known = kind.is_known
     watched: set[int] = set()
     for nid, node in enumerate(graph.nodes):
-        if node.op is None:
+        if node.op is None or nid in settled:
             continue
         ins = graph.input_entries(nid)
         base, n_out = row[nid], row[nid + 1] - row[nid]
