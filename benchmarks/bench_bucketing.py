@@ -97,11 +97,13 @@ def bind_ms(mx, lengths, reps: int, **kwargs) -> dict:
 
 @contextlib.contextmanager
 def fixed_point_inference():
-    """symgraph as before this change: the fixed-point inference loop at bind."""
+    """symgraph's bind with the fixed-point inference loop (every rule, every pass) in place
+    of the one-pass inference: the path before the bind-speed change, less its other parts
+    (one forward inference, one graph walk for the name lists)."""
     from symgraph import executor, plan
     from symgraph.infer import SHAPE, infer_shapes, infer_types
 
-    def loop(kind, graph, initial):
+    def loop(kind, graph, initial, settled=None):
         return (infer_shapes if kind is SHAPE else infer_types)(graph, initial)
     saved = (plan.sweep_infer, executor.sweep_infer)
     plan.sweep_infer = executor.sweep_infer = loop
