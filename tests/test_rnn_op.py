@@ -66,6 +66,28 @@ def test_forward_and_gradients_match_mxnet(case, dtype, tol):
                                    rtol=tol * 10, atol=tol * 5, err_msg=f"d/d{n}")
 
 
+@pytest.mark.parametrize("case", _params("inference"))
+def test_lstm_projection_inference_matches_mxnet(case):
+    """LSTMP runs in inference (MXNet's CPU operator has no training for it)."""
+    key = case["id"]
+    sym = _rnn(case["attrs"])
+    assert sym.list_arguments() == case["arguments"]
+    assert sym.list_outputs() == case["outputs"]
+    arg_shapes, out_shapes, _ = sym.infer_shape(data=tuple(case["arg_shapes"][0]))
+    assert [list(s) for s in arg_shapes] == case["arg_shapes"]
+    assert [list(s) for s in out_shapes] == case["out_shapes"]
+    shapes = {n: tuple(s) for n, s in zip(case["arguments"], case["arg_shapes"])}
+    exe = sym.simple_bind(mx.cpu(), grad_req="null",
+                          type_dict=dict.fromkeys(shapes, "float64"), **shapes)
+    for n in shapes:
+        exe.arg_dict[n][:] = ARRAYS[f"{key}/in:{n}"]
+    for k, o in enumerate(exe.forward(is_train=False)):
+        np.testing.assert_allclose(o.asnumpy(), ARRAYS[f"{key}/out{k}"], rtol=1e-8,
+                                   atol=1e-9, err_msg=f"output {k}")
+    with pytest.raises(MXNetError, match="No training support for LSTM with projection"):
+        exe.forward(is_train=True)
+
+
 @pytest.mark.parametrize("case", _params("cases")[:6])
 def test_inference_forward_equals_training_forward(case):
     _, exe = _bind(case, "float64")
@@ -111,7 +133,7 @@ def test_bad_attributes_fail_at_creation_like_mxnet(record):
 
 
 @pytest.mark.parametrize("attrs,message", [
-    (dict(mode="lstm", projection_size=2), "No training support for LSTM with projection"),
+    (dict(mode="gru", projection_size=2), "Projection is only supported for LSTM"),
     (dict(mode="lstm", lstm_state_clip_min=-1.0, lstm_state_clip_max=1.0),
      "LSTM state clipping is only supported for GPU"),
     (dict(mode="gru", use_sequence_length=True), "use_sequence_length option is only available"),

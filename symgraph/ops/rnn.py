@@ -30,7 +30,10 @@ parameter and state gradients by autograd through that reference. The Triton pat
 the inputs of each layer with one GEMM (``kernels.gemm``) and runs the recurrence with
 ``kernels.rnn``.
 
-Not supported (MXNet 1.9.1's CPU operator raises too): ``projection_size``,
+LSTM with ``projection_size`` P (LSTMP, ``h' = W_h2r (o * tanh(c'))``) runs in inference, as
+on MXNet's CPU: each layer and direction's weights are ``W_i2h`` (G*H, C or D*P), ``W_h2h``
+(G*H, P), ``W_h2r`` (P, H); ``state``, ``state_output`` and ``output`` have width P.
+Not supported (MXNet 1.9.1's CPU operator raises too): training with ``projection_size``,
 ``lstm_state_clip_min``/``lstm_state_clip_max`` and ``use_sequence_length`` raise when the
 node runs; shape inference accepts them as MXNet does.
 
@@ -83,36 +86,45 @@ def param_size(p, input_size: int) -> int:
 
 
 @lru_cache(maxsize=256)
-def _pieces(mode: str, layers: int, dirs: int, hidden: int, input_size: int):
+def _pieces(mode: str, layers: int, dirs: int, hidden: int, input_size: int, proj):
     """Sizes and shapes of the packed vector's pieces, and their order in torch's flat list
-    (per layer and direction: w_ih, w_hh, b_ih, b_hh)."""
-    gh = GATES[mode] * hidden
+    (per layer and direction: w_ih, w_hh, b_ih, b_hh, then w_hr with a projection)."""
+    gh, inner = GATES[mode] * hidden, proj or hidden
     weights, biases = [], []
     for layer in range(layers):
-        width = input_size if layer == 0 else dirs * hidden
+        width = input_size if layer == 0 else dirs * inner
         for _ in range(dirs):
-            weights += [(gh, width), (gh, hidden)]
+            weights += [(gh, width), (gh, inner)] + ([(proj, hidden)] if proj else [])
             biases += [(gh,), (gh,)]
     shapes = weights + biases
     sizes = [s[0] * (s[1] if len(s) > 1 else 1) for s in shapes]
-    n_w = len(weights)
+    n_w, per = len(weights), 3 if proj else 2
     order = []
     for k in range(layers * dirs):
-        order += [2 * k, 2 * k + 1, n_w + 2 * k, n_w + 2 * k + 1]
+        order += [per * k, per * k + 1, n_w + 2 * k, n_w + 2 * k + 1]
+        order += [per * k + 2] if proj else []
     return tuple(sizes), tuple(shapes), tuple(order)
 
 
 def unpack(p, w: torch.Tensor, input_size: int) -> list[torch.Tensor]:
-    """Views of the packed vector in torch's flat order ``[w_ih, w_hh, b_ih, b_hh] * L*D``."""
-    sizes, shapes, order = _pieces(p.mode, p.num_layers, _dirs(p), p.state_size, input_size)
+    """Views of the packed vector in torch's flat order ``[w_ih, w_hh, b_ih, b_hh] * L*D``
+    (``[w_ih, w_hh, b_ih, b_hh, w_hr]`` with a projection)."""
+    sizes, shapes, order = _pieces(p.mode, p.num_layers, _dirs(p), p.state_size, input_size,
+                                   p.projection_size)
     parts = w.split(sizes)
     return [parts[i].view(shapes[i]) for i in order]
 
 
-def _check_supported(p) -> None:
+def _check_supported(p, train: bool) -> None:
     """What MXNet 1.9.1's CPU operator refuses when it runs."""
     if p.projection_size is not None:
-        raise AttrError("No training support for LSTM with projection on CPU currently.")
+        if p.mode != "lstm":
+            raise AttrError("Check failed: param_.mode == rnn_enum::kLstm: Projection is only "
+                            "supported for LSTM.")
+        if train:
+            raise AttrError("No training support for LSTM with projection on CPU currently.")
+        if p.projection_size == p.state_size:  # torch tells projections by the state widths
+            raise AttrError("RNN: projection_size equal to state_size is not supported")
     if p.lstm_state_clip_min is not None or p.lstm_state_clip_max is not None:
         raise AttrError("LSTM state clipping is only supported for GPU with CuDNN later than "
                         "7.2.1")
@@ -228,7 +240,7 @@ def run(p, x: torch.Tensor, w: torch.Tensor, hx: torch.Tensor, cx, seed: int = -
     for layer in range(layers):
         if layer:
             y = y * masks[layer - 1]
-        ws = flat[4 * d * layer:4 * d * (layer + 1)]
+        ws = flat[4 * d * layer:4 * d * (layer + 1)]  # no projection in training
         h0 = hx[d * layer:d * (layer + 1)]
         if p.mode == "lstm":
             y, hy, cy = fused(y, (h0, cx[d * layer:d * (layer + 1)]), ws, True, 1, 0.0,
@@ -248,7 +260,7 @@ def _results(p, y, hy, cy, seed: int, like: torch.Tensor) -> tuple:
 
 
 def _forward(p, ins, aux, rt):
-    _check_supported(p)
+    _check_supported(p, rt.is_train)
     seed = _draw_seed(p, rt)
     y, hy, cy = run(p, ins[0], ins[1], ins[2], ins[3] if p.mode == "lstm" else None, seed)
     return _results(p, y, hy, cy, seed, ins[0])
@@ -284,6 +296,7 @@ def _backward_type(p, types):
 
 def _backward_forward(p, ins, aux, rt):
     """All input gradients by autograd through :func:`run` (the forward's masks)."""
+    _check_supported(p, True)
     nv = _num_visible(p)
     ograds, rest = ins[:nv], ins[nv:]
     n_state = len(_backward_outputs(p))
@@ -352,7 +365,9 @@ def triton_rnn(p, ins, aux, rt):
     """RNN forward: per layer one input-projection GEMM per direction (bias fused), the
     recurrence in ``kernels.rnn``, directions concatenated, Philox dropout between layers."""
     from kernels.copy import copy_view, stack
-    _check_supported(p)
+    if p.projection_size is not None:  # kernels.rnn has no projection: the reference runs
+        return _forward(p, ins, aux, rt)
+    _check_supported(p, rt.is_train)
     seed = _draw_seed(p, rt)
     x = ins[0]
     y, hys, cys, _ = _triton_layers(p, x, ins[1], ins[2], ins[3] if p.mode == "lstm" else None,
@@ -377,6 +392,7 @@ def triton_backward_rnn(p, ins, aux, rt):
     from kernels.dropout import apply_mask
     from kernels.gemm import matmul
     from kernels.rnn import rnn_layer_bwd
+    _check_supported(p, True)
     nv, lstm = _num_visible(p), p.mode == "lstm"
     ograds, rest = ins[:nv], ins[nv:]
     x, w, hx = rest[:3]
@@ -444,13 +460,16 @@ def _case(mode: str, shape: tuple, hidden: int, layers: int = 1, bi: bool = Fals
           **attrs) -> Case:
     """A case with the state and packed-parameter shapes derived from data (T, N, C)."""
     from ..attrs import Params
+    proj = attrs.get("projection_size")
     p = Params(mode=mode, state_size=hidden, num_layers=layers, bidirectional=bi,
-               projection_size=None)
-    states = (layers * (2 if bi else 1), shape[1], hidden)
-    shapes = (shape, (param_size(p, shape[2]),), states) + ((states,) if mode == "lstm" else ())
-    train = attrs.pop("train", True)
+               projection_size=proj)
+    cells = (layers * (2 if bi else 1), shape[1], hidden)
+    states = cells[:2] + (proj or hidden,)
+    shapes = (shape, (param_size(p, shape[2]),), states) + ((cells,) if mode == "lstm" else ())
+    train, grad = attrs.pop("train", True), attrs.pop("grad", True)
     return Case(shapes, dict(mode=mode, state_size=hidden, num_layers=layers,
-                             bidirectional=bi, **attrs), train=train, rtol=1e-4, atol=1e-6)
+                             bidirectional=bi, **attrs), train=train, grad=grad, rtol=1e-4,
+                atol=1e-6)
 
 
 register(OpDef(
@@ -472,6 +491,8 @@ register(OpDef(
         _case("gru", (5, 1, 4), 3),
         _case("lstm", (3, 2, 3), 2, 2, True, p=0.4),
         _case("gru", (3, 2, 2), 2, 2, p=0.5, state_outputs=True, train=False),
+        _case("lstm", (3, 2, 3), 4, 2, True, projection_size=2, state_outputs=True,
+              train=False, grad=False),
     ),
     doc="""Recurrent layers (vanilla RNN with relu or tanh, LSTM, GRU), stacked and
     optionally bidirectional, over TNC data with MXNet's packed parameter vector.
