@@ -227,6 +227,16 @@ def test_save_and_load_checkpoint(tmp_path):
         loaded.forward(b, is_train=False)
         np.testing.assert_array_equal(loaded.get_outputs()[0].asnumpy(),
                                       mod.get_outputs()[0].asnumpy())
+    args, aux = mod.get_params()
+    from_dict = mx.mod.BucketingModule.load_dict(
+        {k: sym_gen(k)[0] for k in (10, 4)}, sym_gen=sym_gen, default_bucket_key=10,
+        arg_params=args, aux_params=aux)
+    from_dict.bind([("data", (BATCH, 10))], [("softmax_label", (BATCH, 10))],
+                   for_training=False)
+    from_dict.forward(batch(4, 104), is_train=False)
+    mod.forward(batch(4, 104), is_train=False)
+    np.testing.assert_array_equal(from_dict.get_outputs()[0].asnumpy(),
+                                  mod.get_outputs()[0].asnumpy())
     params = tmp_path / "p.params"
     mod.save_params(str(params))
     other = bound()

@@ -527,3 +527,28 @@ compression_params
         mod._curr_module.params_initialized = True
         mod.params_initialized = True
         return mod
+
+    @staticmethod
+    def load_dict(sym_dict=None, sym_gen=None, default_bucket_key=None, arg_params=None,
+                  aux_params=None, **kwargs) -> BucketingModule:
+        """A BucketingModule from ``{bucket_key: symbol}`` and shared parameters (MXNet's
+        ``load_dict``; every bucket takes the default bucket's data and label names)."""
+        assert sym_dict is not None, "sym_dict needs to be provided for BucketingModule.load_dict"
+        assert arg_params is not None, \
+            "arg_params need to be provided for BucketingModule.load_dict"
+        assert aux_params is not None, \
+            "aux_params need to be provided for BucketingModule.load_dict"
+        assert default_bucket_key is not None, \
+            "default_bucket_key needs to be provided for BucketingModule.load_dict"
+        mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
+        module_kwargs = {k: v for k, v in kwargs.items() if k in _MODULE_KWARGS}
+        _, data_names, label_names = sym_gen(default_bucket_key)
+        for key, symbol in sym_dict.items():
+            mod._buckets[key] = Module(symbol, data_names, label_names, **module_kwargs)
+            mod._recent[key] = None
+            if key == default_bucket_key:
+                mod._curr_module = mod._buckets[key]
+        mod._curr_module._arg_params, mod._curr_module._aux_params = arg_params, aux_params
+        mod._curr_module.params_initialized = True
+        mod.params_initialized = True
+        return mod
