@@ -421,9 +421,10 @@ def rnn_layer_bwd(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor, h0:
     ``dw_hh`` and a column sum for ``db_hh`` over all steps.
     """
     g, steps, n, h = _check(mode, xw, h0, c0, w_hh, b_hh)
-    if tuple(dy.shape) != (steps, n, h):
-        raise ValueError(f"rnn {mode}: dy must be of shape {(steps, n, h)}, got "
-                         f"{tuple(dy.shape)}")
+    for name, t, shape in (("dy", dy, (steps, n, h)), ("dhT", dh_t, (n, h)), ("dcT", dc_t, (n, h))):
+        if t is not None and tuple(t.shape) != shape:
+            raise ValueError(f"rnn {mode}: {name} must be of shape {shape}, got "
+                             f"{tuple(t.shape)}")
     w_hh = w_hh.contiguous()
     hs = saved[0]
     dxw = xw.new_empty((steps, n, g * h))
@@ -486,7 +487,7 @@ def _weight_grads(mode: str, dxw: torch.Tensor, dhn, h_prev: torch.Tensor, shape
     """dW_hh = sum_t d(hw)[t]^T @ h_prev[t] (one GEMM over T*N rows), db_hh its column sum."""
     steps, n, gh = dxw.shape
     dw, db = dxw.new_empty(shape), dxw.new_empty((gh,))
-    if steps * n == 0:
+    if dxw.numel() == 0:
         return dw.zero_(), db.zero_()
     rows, hp = dxw.reshape(steps * n, gh), h_prev.reshape(steps * n, -1)
     reduce(rows, (0,), "sum", out=db)

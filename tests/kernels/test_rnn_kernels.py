@@ -194,3 +194,11 @@ def test_cuda_tile_configs_compile_for_sm90(mode, dtype):
     for final in (False, True):
         runtime._aot_compile(rnn._bwd_step_kernel.fn, bwd,
                              {"MODE": rnn._MODE_ID[mode], **flags, "FINAL": final, **meta}, 90)
+
+
+def test_backward_names_a_misshapen_state_gradient():
+    args = _operands("lstm", (3, 2, 5))
+    y, _, _, saved = rnn_layer_fwd("lstm", *args)
+    dy, dh, _ = _grads("lstm", (3, 2, 5), torch.float32, "both")
+    with pytest.raises(ValueError, match=r"dcT must be of shape \(2, 5\), got \(5, 2\)"):
+        rnn_layer_bwd("lstm", dy, dh, dh.t(), *args, y, saved)
