@@ -490,7 +490,8 @@ class DropoutCell(BaseRNNCell):
     --------
     >>> import symgraph as mx
     >>> x = mx.sym.Variable('x')
-    >>> DropoutCell(0.)(x, [])[0] is x, DropoutCell(0.5)(x, [])[0].list_outputs()
+    >>> with mx.name.NameManager():  # fresh automatic names
+    ...     DropoutCell(0.)(x, [])[0] is x, DropoutCell(0.5)(x, [])[0].list_outputs()
     (True, ['dropout0_output'])
     >>> DropoutCell('0.5')
     Traceback (most recent call last):
@@ -586,7 +587,8 @@ class ZoneoutCell(ModifierCell):
     --------
     >>> import symgraph as mx
     >>> cell = ZoneoutCell(RNNCell(2), zoneout_states=0.5)
-    >>> out, states = cell.unroll(2, mx.sym.Variable('x'))
+    >>> with mx.name.NameManager():  # fresh automatic names
+    ...     out, states = cell.unroll(2, mx.sym.Variable('x'))
     >>> states[0].name
     'where1'
     """
