@@ -220,15 +220,20 @@ def _chain_reference(graph: IndexedGraph, members: list[int], ext: list[int],
     return reference
 
 
-def _params_for(node: Node, outs: list[int], read: Callable[[int], bool] | None):
-    """The node's params, telling an op that can skip them which outputs nobody reads."""
-    if read is None or not node.op.skips_unused_outputs:
-        return node.params
-    needed = tuple(read(s) for s in outs)
-    if all(needed):
+def _params_for(node: Node, outs: list[int], read: Callable[[int], bool] | None, shapes):
+    """The node's params, telling an op that can skip them which outputs nobody reads, and
+    an op that asks for it its inferred output shape."""
+    extra = {}
+    if node.op.reads_out_shape:
+        extra["_out_shape"] = tuple(shapes[outs[0]])
+    if read is not None and node.op.skips_unused_outputs:
+        needed = tuple(read(s) for s in outs)
+        if not all(needed):
+            extra["_needed"] = needed
+    if not extra:
         return node.params
     from .attrs import Params
-    return Params({**node.params, "_needed": needed})
+    return Params({**node.params, **extra})
 
 
 def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
@@ -243,7 +248,7 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
     ins = layout.ins[nid]
     n_reg = node.num_regular_inputs()
     outs = list(range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
-    params = _params_for(node, outs, read)
+    params = _params_for(node, outs, read, shapes)
     fn, label = op.forward, f"torch:{op.name}"
     if op.view:  # a reshape: metadata only, no kernel launch on any backend
         fn, label = op.forward, f"view:{op.name}"

@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph.base import ShapeError
 
 FIX = Path(__file__).parent / "fixtures" / "rnn_cells"
 RECORDS = json.loads((FIX / "rnn_cells.json").read_text())
@@ -32,11 +31,7 @@ _spec.loader.exec_module(cases)
 
 ALL = [pytest.param(c, id=c["id"]) for c in cases.CASES + cases.FUSED_CASES]
 NUMERIC = [pytest.param(c, id=c["id"]) for c in cases.CASES if c["numeric"]]
-_ZEROS_GAP = pytest.mark.xfail(
-    raises=(ShapeError, RuntimeError), strict=False,
-    reason="core gap: _zeros((0, 0)) must run with the shape inference completed")
-EVAL = [pytest.param(c, id=c["id"], marks=[_ZEROS_GAP] if c["cell"][0] == "zoneout" else [])
-        for c in cases.CASES if c.get("eval")]
+EVAL = [pytest.param(c, id=c["id"]) for c in cases.CASES if c.get("eval")]
 FUSED = [pytest.param(c, id=c["id"]) for c in cases.FUSED_CASES]
 
 
@@ -128,10 +123,6 @@ def test_inference_of_random_cells_matches_mxnet(case):
         _close(out.asnumpy(), _arr(cid, f"eval_out:{i}"), f"output {i}")
 
 
-@pytest.mark.xfail(raises=(ShapeError, RuntimeError), strict=False,
-                   reason="core gap: shape inference does not carry an output's shape back to "
-                          "FullyConnected's data, and _zeros runs with its attribute shape "
-                          "(0 = unknown) instead of the inferred one; MXNet does both")
 @pytest.mark.parametrize("cid", ["rnn_tanh", "lstm_ntc_merge", "fused_lstm"])
 def test_default_begin_state_binds(cid):
     """MXNet infers the batch size of ``begin_state()``'s ``zeros((0, H))`` from the graph."""

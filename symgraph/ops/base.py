@@ -144,6 +144,13 @@ class OpDef:
     # forward reads p.get("_needed") (a bool per output, set by the plan when some outputs
     # have no reader) and may return None for outputs nobody reads
     skips_unused_outputs: bool = False
+    # (p, input shapes, output shapes) -> input shapes completed from what is known of the
+    # outputs, for MXNet rules that also run backwards (FullyConnected takes its batch size
+    # from its output: a zeros begin state of shape (0, H) learns N from the graph)
+    infer_inputs_from_outputs: Callable | None = None
+    # forward reads p.get("_out_shape"), the output shape after inference, set by the plan
+    # (creation ops whose ``shape`` param may leave dims 0 for inference to complete)
+    reads_out_shape: bool = False
     # cross-parameter validation run when a node's attributes are parsed (MXNet's attr_parser)
     check: Callable[[Params], None] | None = None
     # bind-time specialisation of the torch reference: (p, input+aux shapes, output shapes,

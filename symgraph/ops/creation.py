@@ -21,9 +21,14 @@ def _fixed_type(p, types):
     return [], [p.dtype]
 
 
+def _shape_of(p) -> tuple:
+    """The shape to create: inference's completion of ``p.shape`` (0 = inferred) when bound."""
+    return p.get("_out_shape") or tuple(p.shape)
+
+
 def _filled(value_of):
     def forward(p, ins, aux, rt):
-        return (torch.full(tuple(p.shape), value_of(p), dtype=to_torch_dtype(p.dtype),
+        return (torch.full(_shape_of(p), value_of(p), dtype=to_torch_dtype(p.dtype),
                            device=rt.device),)
     return forward
 
@@ -32,7 +37,7 @@ def _triton_fill(value_of):
     def triton_fill(p, ins, aux, rt):
         from kernels.elementwise import Program, run
         prog = Program(0, ((f"(offs * 0.0 + {float(value_of(p))!r})", ()),), ("t0",))
-        return run(prog, [], tuple(p.shape), to_torch_dtype(p.dtype), device=rt.device)
+        return run(prog, [], _shape_of(p), to_torch_dtype(p.dtype), device=rt.device)
     return triton_fill
 
 
@@ -50,6 +55,7 @@ for _name, _value, _extra in (("_zeros", lambda p: 0.0, ()), ("_ones", lambda p:
     register(OpDef(
         name=_name, params=_COMMON + _extra, inputs=(), infer_shape=_fixed_shape,
         infer_type=_fixed_type, forward=_filled(_value), kernel=_triton_fill(_value),
+        reads_out_shape=True,
         gradient=lambda g, p, ins, outs, og: [],
         cases=(Case((), {"shape": (2, 3), **({"value": 2.5} if _extra else {})}, grad=False),),
         doc=f"An array of the given shape and dtype filled with {_name[1:]}."))

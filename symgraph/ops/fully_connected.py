@@ -26,6 +26,19 @@ def _shape(p, shapes):
     return ins, [out]
 
 
+def _inputs_from_output(p, shapes, outs):
+    """MXNet's FullyConnected shape rule also runs backwards: the data's batch size (its
+    leading dims without flatten) from the output's."""
+    data, out = shapes[0], outs[0] if outs else ()
+    if not data or not out or 0 not in data:
+        return None
+    lead = 1 if p.flatten else len(data) - 1
+    if len(out) < lead:
+        return None
+    filled = tuple(o if d == 0 else d for d, o in zip(data[:lead], out[:lead]))
+    return [filled + tuple(data[lead:])] + list(shapes[1:])
+
+
 def _forward(p, ins, aux, rt):
     x, w = ins[0], ins[1]
     if p.flatten and x.dim() != 2:
@@ -92,7 +105,7 @@ register(OpDef(
             Param("no_bias", "bool", False, doc="Whether to disable the bias."),
             Param("flatten", "bool", True, doc="Flatten all but the first axis of data.")),
     inputs=_inputs, infer_shape=_shape, forward=_forward, gradient=_gradient,
-    epilogue=_epilogue, prepare=_prepare,
+    epilogue=_epilogue, prepare=_prepare, infer_inputs_from_outputs=_inputs_from_output,
     kernel=triton_fully_connected,
     cases=(Case(((4, 5), (3, 5), (3,)), {"num_hidden": 3}),
            Case(((2, 3, 4), (6, 12)), {"num_hidden": 6, "no_bias": True}),

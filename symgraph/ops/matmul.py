@@ -18,7 +18,7 @@ def _t(x: torch.Tensor) -> torch.Tensor:
 
 def _dot_shape(p, shapes):
     a, b = shapes
-    if not a or not b:
+    if not a or not b or 0 in a or 0 in b:  # wait until both are complete
         return None
     a2 = a[::-1] if p.transpose_a else a
     b2 = b[::-1] if p.transpose_b else b
