@@ -8,7 +8,7 @@ training and validation perplexity, and writes an atomic checkpoint (symbol, par
 optimizer states); ``--resume`` continues from the newest checkpoint in ``--out`` and gives
 the same result as a run that was never interrupted.
 
-    python -m symgraph.examples.lstm_bucketing [--corpus PATH] [--epochs 3] [--out DIR]
+    python -m symgraph.examples.lstm_bucketing [--corpus PATH] [--epochs 8] [--out DIR]
         [--resume] [--cell fused|unfused] [--hidden 128] [--embed 128] [--layers 2]
 """
 from __future__ import annotations
@@ -160,7 +160,7 @@ def train(args) -> dict:
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default=None, help="text file, one sentence per line")
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--out", default=None, help="checkpoint directory")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--cell", choices=("fused", "unfused"), default="fused")
@@ -170,7 +170,7 @@ def parse_args(argv=None):
     parser.add_argument("--buckets", default="10,20,30,40,50,60")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--val-batch-size", type=int, default=8)
-    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--lr", type=float, default=0.03)
     parser.add_argument("--val-fraction", type=float, default=0.1)
     parser.add_argument("--max-sentences", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
