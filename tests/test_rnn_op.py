@@ -200,3 +200,37 @@ def test_dropout_backward_uses_the_forward_masks():
     eps = 1e-3
     numeric = (loss(w + eps * direction) - loss(w - eps * direction)) / (2 * eps)
     assert abs(numeric - float((grad * direction).sum())) < 1e-3 * max(1.0, abs(numeric))
+
+
+def test_backward_reuses_the_training_forward_graph_and_recomputes_otherwise():
+    """The backward differentiates the graph its training forward kept (no second forward);
+    without it (or after an in-place change of an input) it recomputes: same gradients."""
+    from symgraph.ops import rnn as rnn_op
+    data = mx.sym.Variable("data")
+    out = mx.sym.RNN(data, mx.sym.Variable("w"), mx.sym.Variable("h"), mx.sym.Variable("c"),
+                     state_size=5, num_layers=2, mode="lstm", name="rnn")
+    exe = mx.sym.MakeLoss(mx.sym.sum(out)).simple_bind(mx.cpu(), data=(4, 3, 6), h=(2, 3, 5),
+                                                      c=(2, 3, 5))
+    rng = np.random.RandomState(0)
+    for arr in exe.arg_dict.values():
+        arr[:] = rng.uniform(-0.5, 0.5, arr.shape)
+    grads = []
+    for keep in (True, False):
+        exe.forward(is_train=True)
+        assert len(rnn_op._SAVED) == 1
+        if not keep:
+            rnn_op._SAVED.clear()
+        exe.backward()
+        assert not rnn_op._SAVED
+        grads.append({k: v.asnumpy().copy() for k, v in exe.grad_dict.items()})
+    for name in grads[0]:
+        np.testing.assert_allclose(grads[0][name], grads[1][name], rtol=1e-6, atol=1e-7)
+    exe.forward(is_train=True)
+    exe.arg_dict["w"][:] = exe.arg_dict["w"].asnumpy() * 2  # in place: the kept graph is stale
+    exe.backward()
+    stale = {k: v.asnumpy().copy() for k, v in exe.grad_dict.items()}
+    exe.forward(is_train=True)
+    exe.backward()
+    for name in stale:
+        np.testing.assert_allclose(stale[name], exe.grad_dict[name].asnumpy(), rtol=1e-6,
+                                   atol=1e-7)

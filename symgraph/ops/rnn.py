@@ -259,10 +259,49 @@ def _results(p, y, hy, cy, seed: int, like: torch.Tensor) -> tuple:
     return tuple(outs)
 
 
+# A training forward keeps its autograd graph here (torch's counterpart of cuDNN's reserve
+# space), keyed by the ids of its data and parameter tensors, so the backward step
+# differentiates it instead of running the forward again. An entry is used once, only if
+# its input tensors are the very objects the backward receives, unchanged in place (version
+# counters) and with the same dropout seed; otherwise the backward recomputes.
+_SAVED: dict[tuple[int, int], tuple] = {}
+_MAX_SAVED = 64
+
+
+def _save_graph(p, ins, seed: int):
+    """Run the reference with grad on detached leaves; remember the graph; plain outputs."""
+    import weakref
+    n_state = 4 if p.mode == "lstm" else 3
+    leaves = [t.detach().requires_grad_(t.is_floating_point()) for t in ins[:n_state]]
+    with torch.enable_grad():
+        outs = run(p, leaves[0], leaves[1], leaves[2], leaves[3] if n_state > 3 else None, seed)
+    key = (id(ins[0]), id(ins[1]))
+    refs = [weakref.ref(t) for t in ins[:n_state]]
+    _SAVED.pop(key, None)
+    while len(_SAVED) >= _MAX_SAVED:  # forwards never followed by a backward
+        _SAVED.pop(next(iter(_SAVED)))
+    _SAVED[key] = (refs, tuple(t._version for t in ins[:n_state]), seed, leaves, outs)
+    return tuple(None if o is None else o.detach() for o in outs)
+
+
+def _saved_graph(p, rest, n_state: int, seed: int):
+    """The forward's graph for exactly these inputs (removed from the table), or None."""
+    entry = _SAVED.pop((id(rest[0]), id(rest[1])), None)
+    if entry is None:
+        return None
+    refs, versions, saved_seed, leaves, outs = entry
+    same = all(r() is t for r, t in zip(refs, rest[:n_state])) and saved_seed == seed and \
+        versions == tuple(t._version for t in rest[:n_state])
+    return (leaves, outs) if same else None
+
+
 def _forward(p, ins, aux, rt):
     _check_supported(p, rt.is_train)
     seed = _draw_seed(p, rt)
-    y, hy, cy = run(p, ins[0], ins[1], ins[2], ins[3] if p.mode == "lstm" else None, seed)
+    if rt.is_train and not p.projection_size:
+        y, hy, cy = _save_graph(p, ins, seed)
+    else:
+        y, hy, cy = run(p, ins[0], ins[1], ins[2], ins[3] if p.mode == "lstm" else None, seed)
     return _results(p, y, hy, cy, seed, ins[0])
 
 
@@ -302,17 +341,25 @@ def _backward_forward(p, ins, aux, rt):
     n_state = len(_backward_outputs(p))
     seed = int(rest[n_state]) if _drops(p) else -1
     needed = p.get("_needed") or (True,) * n_state
-    leaves = [t.detach().requires_grad_(bool(want)) for t, want in zip(rest[:n_state], needed)]
-    wanted = [t for t in leaves if t.requires_grad]
+    saved = _saved_graph(p, rest, n_state, seed)
+    if saved is not None:
+        leaves, outs = saved
+        want = [bool(w) and t.requires_grad for t, w in zip(leaves, needed)]
+    else:
+        leaves = [t.detach().requires_grad_(bool(w)) for t, w in zip(rest[:n_state], needed)]
+        want = [t.requires_grad for t in leaves]
+    wanted = [t for t, w in zip(leaves, want) if w]
     if not wanted:
         return (None,) * n_state
     with torch.enable_grad():
-        outs = run(p, leaves[0], leaves[1], leaves[2], leaves[3] if n_state > 3 else None, seed)
+        if saved is None:
+            outs = run(p, leaves[0], leaves[1], leaves[2], leaves[3] if n_state > 3 else None,
+                       seed)
         got = torch.autograd.grad(outs[:nv], wanted, ograds, allow_unused=True)
     it = iter(got)
-    grads = [next(it) if t.requires_grad else None for t in leaves]
-    return tuple(torch.zeros_like(t) if g is None and t.requires_grad else g
-                 for g, t in zip(grads, leaves))
+    grads = [next(it) if w else None for w in want]
+    return tuple(torch.zeros_like(t) if g is None and w else g
+                 for g, t, w in zip(grads, leaves, want))
 
 
 def _gradient(g, p, ins, outs, og):
