@@ -10,6 +10,7 @@ lifetimes. :class:`MemoryPlan` assigns storage blocks to values with disjoint li
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import torch
@@ -311,7 +312,7 @@ def plan_memory(units: list[Unit], shapes, dtypes, persistent: set[int]) -> Memo
     """Greedy best-fit storage assignment over value lifetimes (in place where ops allow)."""
     mem = MemoryPlan()
     last = _last_uses(units)
-    free: list[int] = []  # block ids available for reuse
+    free = _FreeBlocks(mem)  # blocks available for reuse
     for pos, unit in enumerate(units):
         ins = unit.ins + unit.aux
         dying = [s for s in ins if s not in persistent and last.get(s) == pos and s in mem.block_of]
@@ -325,28 +326,42 @@ def plan_memory(units: list[Unit], shapes, dtypes, persistent: set[int]) -> Memo
                 mem.block_of[slot] = mem.block_of[donor]
                 dying.remove(donor)
                 continue
-            mem.block_of[slot] = _take_block(mem, free, size)
+            mem.block_of[slot] = free.take(size)
         for s in dying:
-            free.append(mem.block_of[s])
+            free.release(mem.block_of[s])
         for slot in unit.outs:  # outputs nobody reads die at once
             if last.get(slot) == pos and slot not in dying and slot not in persistent:
-                free.append(mem.block_of[slot])
+                free.release(mem.block_of[slot])
     mem.planned_bytes = sum(mem.block_bytes)
     return mem
 
 
-def _take_block(mem: MemoryPlan, free: list[int], size: int) -> int:
-    fits = [b for b in free if mem.block_bytes[b] >= size]
-    if fits:
-        best = min(fits, key=lambda b: mem.block_bytes[b])
-    elif free:  # grow the largest free block rather than opening a new one
-        best = max(free, key=lambda b: mem.block_bytes[b])
-        mem.block_bytes[best] = size
-    else:
+class _FreeBlocks:
+    """Free storage blocks ordered by (size, release order): best fit is a bisection.
+
+    ``take(size)``: the smallest free block that fits (the earliest released among equal
+    sizes); else the largest free block, grown to ``size``; else a new block.
+    """
+
+    def __init__(self, mem: MemoryPlan):
+        self.mem, self.order, self.count = mem, [], 0
+
+    def release(self, block: int) -> None:
+        self.count += 1
+        bisect.insort(self.order, (self.mem.block_bytes[block], self.count, block))
+
+    def take(self, size: int) -> int:
+        mem, order = self.mem, self.order
+        at = bisect.bisect_left(order, (size, 0, 0))
+        if at == len(order) and order:  # nothing fits: grow the largest (earliest released)
+            at = bisect.bisect_left(order, (order[-1][0], 0, 0))
+            block = order.pop(at)[2]
+            mem.block_bytes[block] = size
+            return block
+        if at < len(order):
+            return order.pop(at)[2]
         mem.block_bytes.append(size)
         return len(mem.block_bytes) - 1
-    free.remove(best)
-    return best
 
 
 def bind_outputs(plan: Plan, targets: dict[int, torch.Tensor]) -> set[int]:

@@ -82,11 +82,9 @@ class Case:
     loss: Callable | None = None
 
 
-def _names(spec) -> Callable[[Params], list[str]]:
-    if callable(spec):
-        return spec
-    fixed = list(spec)
-    return lambda p: fixed
+def _names(spec, p: Params) -> list[str]:
+    """A name list given as a list, or as a function of the params (variadic ops)."""
+    return spec(p) if callable(spec) else list(spec)
 
 
 def same_type(p: Params, types: list):
@@ -163,13 +161,13 @@ class OpDef:
     var_attrs: Any = None
 
     def input_names(self, p: Params) -> list[str]:
-        return _names(self.inputs)(p)
+        return _names(self.inputs, p)
 
     def aux_names(self, p: Params) -> list[str]:
-        return _names(self.aux)(p)
+        return _names(self.aux, p)
 
     def output_names(self, p: Params) -> list[str]:
-        return _names(self.outputs)(p)
+        return _names(self.outputs, p)
 
     def draws_random(self, p: Params) -> bool:
         """Whether a node with these params draws random numbers."""
