@@ -1,0 +1,27 @@
+"""Smoke tests of the benchmark scripts: they run on a tiny config (timing is never tested)."""
+from __future__ import annotations
+
+import pytest
+
+import symgraph as mx
+from benchmarks import bench_lstm
+
+TINY_LSTM = bench_lstm.Config(vocab=50, embed=8, hidden=8, batch=4, buckets=(3, 5), batches=2)
+
+
+@pytest.mark.parametrize("variant", bench_lstm.VARIANTS)
+def test_bench_lstm_symgraph_runs(variant):
+    run = bench_lstm.module_rate(mx, TINY_LSTM, variant)
+    words = sum(len(s) for s in bench_lstm.corpus(TINY_LSTM))
+    assert run["words"] == words and run["words_per_s"] > 0
+
+
+def test_bench_lstm_torch_and_report():
+    best = {name: None for name in ("symgraph_unrolled", "symgraph_fused", "torch_lstm",
+                                    "mxnet_unrolled", "mxnet_fused")}
+    best["torch_lstm"] = bench_lstm.torch_rate(mx, TINY_LSTM)
+    best["symgraph_fused"] = bench_lstm.module_rate(mx, TINY_LSTM, "fused")
+    rows = bench_lstm.report(best)
+    assert [r["peer"] for r in rows] == list(best)
+    assert rows[1]["fastest_peer"] == "torch_lstm"
+    assert all(isinstance(bench_lstm.line(r), str) for r in rows)
