@@ -422,7 +422,7 @@ class Perplexity(_Accumulating):
         assert len(labels) == len(preds)
         loss, num = 0.0, 0
         for label, pred in zip(labels, preds):
-            label, pred = _host(label), _host(pred)
+            label, pred = _host_view(label), _host_view(pred)  # read only: no copies
             assert label.size == pred.size / pred.shape[-1], \
                 f"shape mismatch: {label.shape} vs. {pred.shape}"
             label = label.reshape((label.size,))

@@ -18,6 +18,13 @@ EXTRA = {  # hidden ops (no table cases of their own) reached only from gradient
         Case(((4, 5), (4,)), {"grad_scale": 0.5, "normalization": "batch"}, ints={1: 5}),
         Case(((2, 3, 4), (2, 3)), {"preserve_shape": True}, ints={1: 4}),
         Case(((4, 5), (4,)), {"use_ignore": True, "ignore_label": 1}, ints={1: 5}),
+        Case(((6, 5), (6,)), {"use_ignore": True, "ignore_label": 0, "normalization": "valid",
+                              "grad_scale": 2.0}, ints={1: 3}),
+        Case(((6, 5), (6,)), {"use_ignore": True, "ignore_label": 7, "normalization": "valid"},
+             ints={1: 5}),
+        Case(((6, 5), (6,)), {"normalization": "valid"}, ints={1: 5}),
+        Case(((2, 3, 4), (2, 3)), {"preserve_shape": True, "use_ignore": True,
+                                   "normalization": "batch"}, ints={1: 4}),
     ],
 }
 PREPARED = [op for op in canonical_ops() if op.prepare is not None]

@@ -278,6 +278,8 @@ def _save_graph(p, ins, seed: int):
     key = (id(ins[0]), id(ins[1]))
     refs = [weakref.ref(t) for t in ins[:n_state]]
     _SAVED.pop(key, None)
+    for stale in [k for k, v in _SAVED.items() if v[0][0]() is None]:  # inputs gone
+        del _SAVED[stale]
     while len(_SAVED) >= _MAX_SAVED:  # forwards never followed by a backward
         _SAVED.pop(next(iter(_SAVED)))
     _SAVED[key] = (refs, tuple(t._version for t in ins[:n_state]), seed, leaves, outs)

@@ -112,28 +112,36 @@ def _prepare_forward(p, in_shapes, out_shapes, out=None):
 
 
 def _prepare_backward(p, in_shapes, out_shapes, out=None):
-    """The common head (class labels, no ignore/smoothing/valid/multi_output): ``p - onehot``
-    as clone + scatter_add of -1 at the clamped label, then one scale when it is not 1."""
+    """The common heads (class labels; no smoothing, multi_output or out_grad): ``p - onehot``
+    as clone + scatter_add of -1 at the clamped label; ignored rows zeroed in place; one scale
+    when it is not 1 (the valid-count normalisation read once per step)."""
     shape, label_shape = tuple(in_shapes[0]), tuple(in_shapes[1])
-    if out is not None or p.multi_output or p.use_ignore or p.smooth_alpha or p.out_grad or \
-            p.normalization == "valid" or label_shape == shape:
+    if out is not None or p.multi_output or p.smooth_alpha or p.out_grad or \
+            label_shape == shape:
         return None
     classes = shape[-1] if p.preserve_shape else math.prod(shape[1:])
     rows = math.prod(shape) // classes
-    norm = float(shape[0]) if p.normalization == "batch" else 1.0
+    valid, ignore = p.normalization == "valid" and p.use_ignore, p.ignore_label
+    norm = {"batch": float(shape[0]), "valid": float(max(rows, 1))}.get(p.normalization, 1.0)
     scale = p.grad_scale / norm
     minus_one: dict = {}
 
     def backward(p, ins, aux, rt):
-        y = ins[0]
+        y, label = ins[0], ins[1].reshape(rows, 1)
         key = (y.device, y.dtype)
         src = minus_one.get(key)
         if src is None:
             src = minus_one[key] = torch.full((rows, 1), -1.0, dtype=y.dtype, device=y.device)
-        k = ins[1].reshape(rows, 1).long().clamp_(0, classes - 1)
+        k = label.long().clamp_(0, classes - 1)
         g = y.reshape(rows, classes).clone().scatter_add_(1, k, src)
-        if scale != 1.0:
-            g.mul_(scale)
+        factor = scale
+        if p.use_ignore:
+            dropped = label == ignore
+            g.masked_fill_(dropped, 0.0)
+            if valid:
+                factor = p.grad_scale / float(max(rows - int(dropped.sum()), 1))
+        if factor != 1.0:
+            g.mul_(factor)
         return (g.reshape(shape),)
     return backward
 
