@@ -19,6 +19,12 @@ from .ops.base import OpDef
 Entry = tuple["Node", int]
 
 
+# Parsed params by (op, attribute items): nodes with the same attributes (the steps of an
+# unrolled network, gradient nodes) share one immutable Params instead of parsing again
+_PARSED: dict[tuple, Params] = {}
+_MAX_PARSED = 4096
+
+
 class Node:
     """A variable or an operator application in a symbol graph."""
 
@@ -45,12 +51,18 @@ class Node:
             if self.op is None:
                 self._params = Params()
             else:
-                params = parse_params(self.op.params, self.attrs, self.where)
-                if self.op.check is not None:
-                    try:
-                        self.op.check(params)
-                    except MXNetError as err:
-                        raise type(err)(f"Error in {self.where}: {err}") from None
+                key = (self.op.name, tuple(self.attrs.items()))
+                params = _PARSED.get(key)
+                if params is None:
+                    params = parse_params(self.op.params, self.attrs, self.where)
+                    if self.op.check is not None:
+                        try:
+                            self.op.check(params)
+                        except MXNetError as err:
+                            raise type(err)(f"Error in {self.where}: {err}") from None
+                    if len(_PARSED) >= _MAX_PARSED:
+                        _PARSED.clear()
+                    _PARSED[key] = params
                 self._params = params
         return self._params
 
