@@ -79,7 +79,9 @@ def build_gradients(ig: IndexedGraph, wrt: list[int]) -> Gradients:
     for i, head in enumerate(ig.heads):
         node = Node(None, f"_head_grad{i}")
         head_grads.append(node)
-        pending.setdefault(ig.entry_id(head), []).append((node, 0))
+        # an entry listed as several heads takes the last one's gradient (MXNet's Gradient
+        # pass assigns per entry rather than summing)
+        pending[ig.entry_id(head)] = [(node, 0)]
     for nid in reversed(range(len(ig.nodes))):
         node = ig.nodes[nid]
         if node.op is None or nid not in relevant:

@@ -173,3 +173,18 @@ def test_debug_str_lists_launches_and_memory_plan():
     assert "torch:FullyConnected" in text and "Total planned memory" in text
     mem = exe._plan.memory
     assert mem.planned_bytes < mem.naive_bytes  # lifetimes let buffers be reused
+
+
+def test_an_entry_listed_as_several_heads_takes_the_last_head_gradient():
+    """MXNet 1.9.1 (checked in its virtualenv) assigns head gradients per entry: the last
+    listing wins, nothing is summed: [320, 320] and [10, 10] below."""
+    x = mx.sym.Variable("x")
+    y = x * 2
+    exe = mx.sym.Group([y, y, x * 3]).simple_bind(mx.cpu(), x=(2,))
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.ones((2,)), mx.nd.ones((2,)) * 10, mx.nd.ones((2,)) * 100])
+    np.testing.assert_array_equal(exe.grad_dict["x"].asnumpy(), [320.0, 320.0])
+    exe = mx.sym.Group([x, x]).simple_bind(mx.cpu(), x=(2,))
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.ones((2,)), mx.nd.ones((2,)) * 10])
+    np.testing.assert_array_equal(exe.grad_dict["x"].asnumpy(), [10.0, 10.0])
