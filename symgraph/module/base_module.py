@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 
 from ..model import BatchEndParam
 from ..ndarray import concat as nd_concat
@@ -188,6 +189,27 @@ class BaseModule:
                 raise MXNetError(f"Invalid param file {fname}: key {key!r}")
             (arg_params if kind == "arg" else aux_params)[name] = value
         self.set_params(arg_params, aux_params)
+
+    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
+                   allow_extra=False) -> None:
+        """Set parameter values (MXNet's rule: through ``init_params`` unless missing ones are
+        allowed; ignored with a warning when already initialised and not ``force_init``)."""
+        if not allow_missing:
+            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                             allow_missing=allow_missing, force_init=force_init,
+                             allow_extra=allow_extra)
+            return
+        if self.params_initialized and not force_init:
+            warnings.warn("Parameters already initialized and force_init=False. "
+                          "set_params call ignored.", stacklevel=2)
+            return
+        self._assign_params(arg_params, aux_params, force_init, allow_extra)
+        self._params_dirty = True
+        self.params_initialized = True
+
+    def _assign_params(self, arg_params, aux_params, force_init: bool, allow_extra: bool):
+        """Copy the given values into the bound arrays (``set_params`` with allow_missing)."""
+        raise NotImplementedError
 
     def prepare(self, data_batch, sparse_row_id_fn=None) -> None:
         """Prepare for a batch (nothing to do for dense data)."""

@@ -289,22 +289,10 @@ compression_params
         self._params_dirty = False
         return params
 
-    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
-                   allow_extra=False) -> None:
-        """Set parameter values (visible in every bucket)."""
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. "
-                          "set_params call ignored.", stacklevel=2)
-            return
-        self._curr_module.set_params(arg_params, aux_params, allow_missing=allow_missing,
+    def _assign_params(self, arg_params, aux_params, force_init: bool, allow_extra: bool):
+        """Through the current bucket (the arrays are shared by every bucket)."""
+        self._curr_module.set_params(arg_params, aux_params, allow_missing=True,
                                      force_init=force_init, allow_extra=allow_extra)
-        self._params_dirty = True
-        self.params_initialized = True
 
     def init_params(self, initializer=None, arg_params=None, aux_params=None,
                     allow_missing=False, force_init=False, allow_extra=False) -> None:

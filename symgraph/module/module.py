@@ -203,21 +203,9 @@ class Module(BaseModule):
         if initializer is not None:
             initializer(desc, arr)
 
-    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
-                   allow_extra=False) -> None:
-        """Set parameter values (copied into every context)."""
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. "
-                          "set_params call ignored.", stacklevel=2)
-            return
+    def _assign_params(self, arg_params, aux_params, force_init: bool, allow_extra: bool):
+        """Copy the values into every context."""
         self._exec_group.set_params(arg_params, aux_params, allow_extra=allow_extra)
-        self._params_dirty = True
-        self.params_initialized = True
 
     def _sync_params_from_devices(self) -> None:
         self._exec_group.get_params(self._arg_params, self._aux_params)
