@@ -5,10 +5,15 @@ shared i2h and h2h FullyConnected with 4 gates, SliceChannel, sigmoid/tanh gates
 update, then a shared output layer and SoftmaxOutput), batch 32, hidden 64, vocabulary 100.
 
 Bind time: ``switch_bucket`` to a bucket not seen before, after a few buckets warmed the
-caches (kernels, prepared references), minus the user's ``sym_gen`` (timed separately).
-The issue's target is <= 20 ms. Peers in the same run: symgraph with the fixed-point
-inference it used before (``--no-baseline`` skips it) and MXNet 1.9.1's ``switch_bucket``
-when ``--mxnet-python`` is given.
+caches (kernels, prepared references), minus the user's ``sym_gen`` (timed separately):
+median and mean (the mean carries the garbage collections binds trigger). Models: the
+small unrolled LSTM above at 10/20/30 steps, and MXNet's lstm_bucketing example
+configuration (``bench_lstm``: embed 200, hidden 200, 2 layers, batch 32) at buckets
+10-60 as ``fused`` (FusedRNNCell: a new bucket changes shapes only) and ``unrolled``
+(SequentialRNNCell of LSTMCells: a new bucket is a new, larger graph). The issue's target
+is <= 20 ms. Peers in the same run: symgraph with the fixed-point inference it used before
+(``--no-baseline`` skips it) and MXNet 1.9.1's ``switch_bucket`` when ``--mxnet-python``
+is given.
 
 Memory: the bucket arena's peak planned bytes over the largest bucket's plan (target
 <= 1.05) with the largest bucket first and last, the plans' sum over the arena (what
@@ -72,27 +77,55 @@ def shapes(mx, length: int):
             [mx.io.DataDesc("softmax_label", (BATCH, length))])
 
 
-def bind_ms(mx, lengths, reps: int, **kwargs) -> dict:
-    """Median ms of binding a new bucket per length: (switch_bucket - sym_gen, sym_gen)."""
+def bind_ms(mx, lengths, reps: int, model: str = "small", **kwargs) -> dict:
+    """ms of binding a new bucket per length: (median of switch_bucket - sym_gen, median
+    sym_gen, mean of switch_bucket - sym_gen)."""
     timings: list = []
-    mod = mx.mod.BucketingModule(lstm_sym_gen(mx, timings), default_bucket_key=(max(lengths), 0),
+    sym_gen, shapes_of = _model(mx, model, timings)
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=(max(lengths), 0),
                                  context=mx.cpu(), **kwargs)
-    mod.bind(*shapes(mx, max(lengths)))
+    mod.bind(*shapes_of(max(lengths)))
     mod.init_params()
     for length in (3, 4, 5):  # warm-up buckets
-        mod.switch_bucket((length, 0), *shapes(mx, length))
+        mod.switch_bucket((length, 0), *shapes_of(length))
     out = {}
     for length in lengths:
         binds, gens = [], []
         for rep in range(1, reps + 1):
             timings.clear()
             t0 = time.perf_counter()
-            mod.switch_bucket((length, rep), *shapes(mx, length))
+            mod.switch_bucket((length, rep), *shapes_of(length))
             total = time.perf_counter() - t0
             gens.append(timings[-1])
             binds.append(total - timings[-1])
-        out[length] = (statistics.median(binds) * 1e3, statistics.median(gens) * 1e3)
+        out[length] = (statistics.median(binds) * 1e3, statistics.median(gens) * 1e3,
+                       statistics.mean(binds) * 1e3)
     return out
+
+
+def _model(mx, model: str, timings: list):
+    """(sym_gen over keys ``(length, tag)``, length -> (data descs, label descs))."""
+    if model == "small":
+        return lstm_sym_gen(mx, timings), lambda length: shapes(mx, length)
+    try:
+        from benchmarks import bench_lstm
+    except ImportError:  # run from benchmarks/ (MXNet's virtualenv)
+        import bench_lstm
+    cfg = bench_lstm.Config()
+    inner = bench_lstm.make_sym_gen(mx, cfg, model)
+
+    def sym_gen(key):
+        t0 = time.perf_counter()
+        out = inner(key[0])
+        timings.append(time.perf_counter() - t0)
+        return out
+
+    def shapes_of(length):
+        shape = (length, cfg.batch) if model == "fused" else (cfg.batch, length)
+        return ([mx.io.DataDesc("data", shape, layout="TN" if model == "fused" else "NT")],
+                [mx.io.DataDesc("softmax_label", shape,
+                                layout="TN" if model == "fused" else "NT")])
+    return sym_gen, shapes_of
 
 
 @contextlib.contextmanager
@@ -136,14 +169,14 @@ def memory(mx, lengths, largest_first: bool) -> dict:
             "held_mb": round(stats["held_bytes"] / 2**20, 3)}
 
 
-def mxnet_bind_ms(python: str | None, lengths, reps: int) -> dict | None:
+def mxnet_bind_ms(python: str | None, lengths, reps: int, model: str) -> dict | None:
     """The same bind timing under MXNet 1.9.1 in its own virtualenv (None if absent)."""
     if not python or not os.path.exists(python):
         return None
     here = os.path.dirname(os.path.abspath(__file__))
-    code = (f"import sys, json, mxnet as mx; sys.path.insert(0, {here!r}); "
-            f"import bench_bucketing as b; "
-            f"print(json.dumps(b.bind_ms(mx, {list(lengths)!r}, {reps})))")
+    code = (f"import sys, json, logging, mxnet as mx; sys.path.insert(0, {here!r}); "
+            f"logging.disable(logging.WARNING); import bench_bucketing as b; "
+            f"print(json.dumps(b.bind_ms(mx, {list(lengths)!r}, {reps}, {model!r})))")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=900,
                          check=False)
     if out.returncode != 0:
@@ -151,9 +184,36 @@ def mxnet_bind_ms(python: str | None, lengths, reps: int) -> dict | None:
     return {int(k): v for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
 
 
+def bind_rows(mx, model: str, lengths, args) -> list:
+    """Bind times of one model with its peers, printed and as result rows."""
+    ours = bind_ms(mx, lengths, args.reps, model)
+    before = None
+    if not args.no_baseline and model == "small":
+        with fixed_point_inference():
+            before = bind_ms(mx, lengths, args.reps, model)
+    theirs = mxnet_bind_ms(args.mxnet_python, lengths, args.reps, model)
+    rows = []
+    for length in lengths:
+        row = {"model": model, "length": length, "bind_ms": round(ours[length][0], 2),
+               "bind_ms_mean": round(ours[length][2], 2),
+               "sym_gen_ms": round(ours[length][1], 2),
+               "bind_ms_fixed_point_inference": None if before is None else
+               round(before[length][0], 2),
+               "mxnet_bind_ms": None if theirs is None else round(theirs[length][0], 2),
+               "target": "<= 20 ms"}
+        rows.append(row)
+        print(f"{model:8s} bucket {length:3d}: bind {row['bind_ms']:7.2f} ms (mean "
+              f"{row['bind_ms_mean']:7.2f}; sym_gen {row['sym_gen_ms']:6.2f} ms; fixed-point "
+              f"inference {row['bind_ms_fixed_point_inference']} ms; mxnet "
+              f"{row['mxnet_bind_ms']} ms)")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[10, 20, 30])
+    parser.add_argument("--example-lengths", type=int, nargs="+",
+                        default=[10, 20, 30, 40, 50, 60])
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--json", default=None)
     parser.add_argument("--mxnet-python", default=None)
@@ -168,23 +228,9 @@ def main() -> None:
     result = {"device": f"cpu ({torch.get_num_threads()} threads)",
               "date": datetime.date.today().isoformat(), "commit": head,
               "bind": [], "memory": []}
-    ours = bind_ms(mx, args.lengths, args.reps)
-    before = None
-    if not args.no_baseline:
-        with fixed_point_inference():
-            before = bind_ms(mx, args.lengths, args.reps)
-    theirs = mxnet_bind_ms(args.mxnet_python, args.lengths, args.reps)
-    for length in args.lengths:
-        row = {"length": length, "bind_ms": round(ours[length][0], 2),
-               "sym_gen_ms": round(ours[length][1], 2),
-               "bind_ms_fixed_point_inference": None if before is None else
-               round(before[length][0], 2),
-               "mxnet_bind_ms": None if theirs is None else round(theirs[length][0], 2),
-               "target": "<= 20 ms"}
-        result["bind"].append(row)
-        print(f"bucket {length:3d}: bind {row['bind_ms']:7.2f} ms  (sym_gen "
-              f"{row['sym_gen_ms']:6.2f} ms; fixed-point inference "
-              f"{row['bind_ms_fixed_point_inference']} ms; mxnet {row['mxnet_bind_ms']} ms)")
+    for model, lengths in (("small", args.lengths), ("fused", args.example_lengths),
+                           ("unrolled", args.example_lengths)):
+        result["bind"] += bind_rows(mx, model, lengths, args)
     for largest_first in (True, False):
         row = memory(mx, args.lengths, largest_first)
         result["memory"].append(row)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
-
 from .attrs import to_attr_string
 from .base import GraphError
 from .graph import Entry, IndexedGraph, Node
@@ -62,11 +60,12 @@ def _sum(g: _Builder, parts: list[Entry]) -> Entry:
 
 
 def _relevant(ig: IndexedGraph, wrt: list[int]) -> set[int]:
-    """Node ids whose value depends on a variable we differentiate with respect to."""
-    graph = ig.to_networkx()
-    out = set(wrt)
-    for nid in wrt:
-        out |= nx.descendants(graph, nid)
+    """Node ids whose value depends on a variable we differentiate with respect to (one
+    sweep in topological order: a node depends on one when any of its inputs does)."""
+    out, node_id = set(wrt), ig.node_id
+    for nid, node in enumerate(ig.nodes):
+        if nid not in out and any(node_id[id(src)] in out for src, _ in node.inputs):
+            out.add(nid)
     return out
 
 

@@ -18,7 +18,7 @@ from .graph import IndexedGraph
 from .infer import DTYPE, SHAPE
 from .ndarray.ndarray import NDArray
 from .ops.base import Runtime, known
-from .plan import Plan, bind_outputs, build_plan, sweep_infer
+from .plan import Plan, bind_outputs, build_plan, gc_paused, sweep_infer
 from .symbol.symbol import Symbol, _as_dtype, _as_shape, check_unique_names
 
 _GRAD_REQS = ("null", "write", "add")
@@ -98,7 +98,11 @@ class Executor:
         self.grad_dict = dict(zip(self._arg_names, grads))  # None where grad_req is null
         self.aux_dict = dict(zip(self._aux_names, aux))
         self._output_names = symbol.list_outputs()
-        self.outputs = [_alloc(plan.shapes[s], plan.dtypes[s], ctx) for s in plan.head_slots]
+        # replaced by the computed values at each forward; before the first one they hold
+        # uninitialised memory, as MXNet's do (no page is touched: binding a bucket with a
+        # large softmax output costs nothing here)
+        self.outputs = [_alloc(plan.shapes[s], plan.dtypes[s], ctx, fill=False)
+                        for s in plan.head_slots]
         self._values: list = [None] * plan.graph.num_entries
         for name, arr in list(self.arg_dict.items()) + list(self.aux_dict.items()):
             self._values[plan.var_slot[name]] = arr._t
@@ -320,9 +324,10 @@ def _resolve(ig: IndexedGraph, shapes: dict, types: dict):
             (ig, shape_values, type_values))
 
 
-def _alloc(shape, dtype: str, ctx: Context) -> NDArray:
+def _alloc(shape, dtype: str, ctx: Context, fill: bool = True) -> NDArray:
     from .base import to_torch_dtype
-    return NDArray(torch.zeros(shape, dtype=to_torch_dtype(dtype), device=ctx.torch_device))
+    make = torch.zeros if fill else torch.empty
+    return NDArray(make(shape, dtype=to_torch_dtype(dtype), device=ctx.torch_device))
 
 
 def _frozen_names(ig: IndexedGraph) -> set[str]:
@@ -341,12 +346,13 @@ def _shared_array(name, shape, dtype, shared: dict | None, ctx) -> NDArray:
     return arr
 
 
+@gc_paused
 def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict=None,
                 shared_arg_names=None, shared_exec=None, shared_buffer=None,
                 shapes: dict | None = None) -> Executor:
     """Infer shapes/dtypes, allocate every array, and bind (see :meth:`Symbol.simple_bind`)."""
     ctx = ctx or current_context()
-    ig = IndexedGraph(symbol._outputs)
+    ig = symbol._graph()
     check_unique_names(ig)
     shapes = _known_inputs(symbol, ig, shapes or {}, "__shape__", _as_shape)
     types = _known_inputs(symbol, ig, {k: dtype_name(v) for k, v in (type_dict or {}).items()},
@@ -413,11 +419,12 @@ def _check_array(arr, name: str, what: str) -> NDArray:
     return arr
 
 
+@gc_paused
 def bind(symbol: Symbol, ctx: Context | None, args, args_grad=None, grad_req="write",
          aux_states=None, shared_exec=None) -> Executor:
     """Bind given arrays (see :meth:`Symbol.bind`); shapes are checked against inference."""
     ctx = ctx or current_context()
-    ig = IndexedGraph(symbol._outputs)
+    ig = symbol._graph()
     check_unique_names(ig)
     arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
     args = [_check_array(a, n, "argument") for a, n in zip(_as_list(args, arg_names,
@@ -456,6 +463,7 @@ def _check_bound_shapes(symbol, arg_names, aux_names, args, aux, grads) -> None:
 
 # ---------------------------------------------------------------- reshape and debug_str
 
+@gc_paused
 def _reshape(exe: Executor, partial_shaping: bool, allow_up_sizing: bool,
              new_shapes: dict) -> Executor:
     symbol = exe._symbol

@@ -15,7 +15,6 @@ import numpy as np
 
 from .base import MXNetError
 from .context import Context, cpu
-from .graph import IndexedGraph
 from .ndarray import NDArray
 from .ndarray import concat as nd_concat
 
@@ -145,7 +144,7 @@ class DataParallelExecutorGroup:
         self.contexts = list(contexts)
         self.workload = list(workload or [1] * len(self.contexts))
         self.param_names = list(param_names)
-        ig = IndexedGraph(symbol._outputs)  # one walk for both name lists (bind speed)
+        ig = symbol._graph()  # one walk for both name lists (bind speed)
         self.arg_names = [ig.nodes[i].name for i in ig.argument_ids]
         self.output_names = symbol.list_outputs()
         self.aux_names = [ig.nodes[i].name for i in ig.aux_state_ids]

@@ -23,12 +23,16 @@ Entry = tuple["Node", int]
 # unrolled network, gradient nodes) share one immutable Params instead of parsing again
 _PARSED: dict[tuple, Params] = {}
 _MAX_PARSED = 4096
+# bumped whenever a node's attributes change after it was built (``Node.reset_params``):
+# cached indexings of symbols (``indexed``) are then rebuilt
+_EPOCH = 0
 
 
 class Node:
     """A variable or an operator application in a symbol graph."""
 
-    __slots__ = ("op", "name", "attrs", "inputs", "_params", "versions", "__weakref__")
+    __slots__ = ("op", "name", "attrs", "inputs", "_params", "_nout", "_nreg",
+                 "versions", "__weakref__")
 
     def __init__(self, op: OpDef | None, name: str, attrs: dict[str, str] | None = None,
                  inputs: list[Entry] | None = None, params: Params | None = None):
@@ -37,6 +41,8 @@ class Node:
         self.attrs: dict[str, str] = dict(attrs or {})
         self.inputs: list[Entry] = list(inputs or [])
         self._params = params
+        self._nout: int | None = None
+        self._nreg: int | None = None
         # input entry versions as a loaded JSON file gave them (None: count them when saving)
         self.versions: list[int] | None = None
 
@@ -66,6 +72,13 @@ class Node:
                 self._params = params
         return self._params
 
+    def reset_params(self) -> None:
+        """Forget the parsed parameters (after ``attrs`` changed); graphs indexed before
+        are indexed again."""
+        global _EPOCH
+        self._params = self._nout = self._nreg = None
+        _EPOCH += 1
+
     @property
     def where(self) -> str:
         """How error messages name this node."""
@@ -75,7 +88,9 @@ class Node:
 
     @property
     def num_outputs(self) -> int:
-        return 1 if self.op is None else len(self.op.output_names(self.params))
+        if self._nout is None:
+            self._nout = 1 if self.op is None else len(self.op.output_names(self.params))
+        return self._nout
 
     @property
     def num_visible_outputs(self) -> int:
@@ -88,7 +103,9 @@ class Node:
         return f"{self.name}_{self.op.output_names(self.params)[index]}"
 
     def num_regular_inputs(self) -> int:
-        return len(self.op.input_names(self.params)) if self.op else 0
+        if self._nreg is None:
+            self._nreg = len(self.op.input_names(self.params)) if self.op else 0
+        return self._nreg
 
     def __repr__(self) -> str:
         return f"<Node {self.name} op={self.op.name if self.op else 'null'}>"
@@ -137,8 +154,15 @@ class IndexedGraph:
         node, index = entry
         return self.row_ptr[self.node_id[id(node)]] + index
 
-    def input_entries(self, nid: int) -> list[int]:
-        return [self.entry_id(e) for e in self.nodes[nid].inputs]
+    def input_entries(self, nid: int) -> tuple[int, ...]:
+        """Entry ids of node ``nid``'s inputs."""
+        return self._in_entries[nid]
+
+    @cached_property
+    def _in_entries(self) -> list[tuple[int, ...]]:
+        # tuples of ints: the garbage collector stops tracking them (bound plans keep graphs)
+        row, node_id = self.row_ptr, self.node_id
+        return [tuple([row[node_id[id(src)]] + k for src, k in n.inputs]) for n in self.nodes]
 
     def _aux_ids(self) -> set[int]:
         aux: set[int] = set()
@@ -173,3 +197,15 @@ class IndexedGraph:
             for slot, (src, index) in enumerate(n.inputs):
                 g.add_edge(self.node_id[id(src)], i, slot=slot, index=index)
         return g
+
+
+def indexed(owner, heads: list[Entry]) -> IndexedGraph:
+    """``IndexedGraph(heads)``, cached on ``owner`` (an object with an ``_ig`` slot) while
+    its heads and every node's attributes stay as they were."""
+    key = (_EPOCH, tuple(heads))
+    cached = owner._ig
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    ig = IndexedGraph(heads)
+    owner._ig = (key, ig)
+    return ig

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import config
+from .attrs import Params
 from .base import NAME_TO_TORCH
 from .graph import IndexedGraph, Node
 
@@ -232,8 +233,24 @@ def _params_for(node: Node, outs: list[int], read: Callable[[int], bool] | None,
             extra["_needed"] = needed
     if not extra:
         return node.params
-    from .attrs import Params
     return Params({**node.params, **extra})
+
+
+# (op name, id(params), input shapes, output shapes) -> (params, prepared forward or None):
+# prepared forwards hold no per-node state, so the steps of an unrolled network, and
+# buckets, share them (fewer closures to build and for the garbage collector to track)
+_PREPARED: dict[tuple, tuple] = {}
+_MAX_PREPARED = 1 << 14
+
+
+def _prepared(op, params, in_shapes: tuple, out_shapes: tuple):
+    key = (op.name, id(params), in_shapes, out_shapes)
+    hit = _PREPARED.get(key)
+    if hit is None or hit[0] is not params:
+        if len(_PREPARED) >= _MAX_PREPARED:
+            _PREPARED.clear()
+        hit = _PREPARED[key] = (params, op.prepare(params, list(in_shapes), list(out_shapes)))
+    return hit[1]
 
 
 def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
@@ -259,7 +276,8 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
         elif _fusible(graph, nid, shapes, dtypes):
             return fused_unit(layout, [nid], shapes, dtypes, {}, set())
     elif op.prepare is not None:
-        fn = op.prepare(params, [shapes[s] for s in ins], [shapes[s] for s in outs]) or fn
+        fn = _prepared(op, params, tuple([shapes[s] for s in ins]),
+                       tuple([shapes[s] for s in outs])) or fn
     return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, params, label, node, op.inplace)
 
 

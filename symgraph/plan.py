@@ -11,6 +11,9 @@ lifetimes. :class:`MemoryPlan` assigns storage blocks to values with disjoint li
 from __future__ import annotations
 
 import bisect
+import functools
+import gc
+import heapq
 from dataclasses import dataclass, field
 
 import torch
@@ -125,7 +128,8 @@ def sweep_infer(kind, graph: IndexedGraph, initial: dict[int, object],
     The fixed-point loop runs every rule until a pass changes nothing: at least two passes.
     In topological order one pass suffices unless a rule refines an entry that an earlier
     node saw incomplete (only those can change what an earlier rule gives), so the pass
-    watches such entries and falls back to the loop when one changes. A node meeting fully
+    watches such entries and, when one changes, ``_settle`` re-runs the rules around it
+    (an MXNet RNN cell's begin state takes its batch size that way). A node meeting fully
     known inputs calls its rule directly (the common case at bind: every variable known);
     the others, conflicts included, go through ``infer``'s rule application and messages.
     ``settled``: node id -> output values already inferred for these inputs (not rerun).
@@ -137,44 +141,92 @@ def sweep_infer(kind, graph: IndexedGraph, initial: dict[int, object],
     settled = settled or {}
     for nid, outs in settled.items():
         values[row[nid]:row[nid + 1]] = outs
-    is_known = kind.is_known
+    is_known, unknown = kind.is_known, kind.unknown
+    memo = _MEMO.setdefault(kind.label, {})
+    if len(memo) > _MAX_MEMO:
+        memo.clear()
     watched: set[int] = set()
+    dirty: set[int] = set()
     for nid, node in enumerate(graph.nodes):
         if node.op is None or nid in settled:
             continue
         ins = graph.input_entries(nid)
         base, n_out = row[nid], row[nid + 1] - row[nid]
-        if _direct(kind, node, ins, values, base, n_out):
+        current = tuple([values[e] for e in ins])
+        params = node.params
+        key = (id(params), current)
+        hit = memo.get(key)
+        if hit is None or hit[0] is not params:
+            hit = _direct(kind, node, current, n_out)
+            if hit is not None:
+                memo[key] = hit = (params, hit)
+        if hit is not None and all(values[base + k] == unknown for k in range(n_out)):
+            values[base:base + n_out] = hit[1]
             continue
-        touched = ins + list(range(base, base + n_out))
+        touched = list(ins) + list(range(base, base + n_out))
         before = [values[e] for e in touched]
         _apply_rule(kind, graph, nid, values)
-        if any(e in watched and values[e] != b for e, b in zip(touched, before)):
-            return (infer_shapes if kind is SHAPE else infer_types)(graph, initial)
+        dirty.update(e for e, b in zip(touched, before) if e in watched and values[e] != b)
         watched.update(e for e in touched if not is_known(values[e]))
+    if dirty:
+        _settle(kind, graph, values, dirty)
     return values
 
 
-def _direct(kind, node, ins: list[int], values: list, base: int, n_out: int) -> bool:
-    """Run ``node``'s rule on fully known inputs and store its ``n_out`` (fully known)
-    outputs; False (nothing written) when that does not apply."""
-    current = [values[e] for e in ins]
-    if not all(kind.is_known(v) for v in current) or \
-            any(values[base + k] != kind.unknown for k in range(n_out)):
-        return False
+def _settle(kind, graph: IndexedGraph, values: list, dirty: set[int]) -> None:
+    """Finish a sweep whose later rules refined entries that earlier nodes saw incomplete.
+
+    A worklist over the nodes next to (producing or reading) a refined entry, lowest node
+    id first as the loop's passes go, re-running rules until nothing changes. Rules only
+    ever refine values (a conflict raises), so this reaches the loop's fixed point while
+    re-running only the rules whose inputs or outputs moved.
+    """
+    row = graph.row_ptr
+    adjacent: dict[int, list[int]] = {}
+    for nid, node in enumerate(graph.nodes):
+        if node.op is not None:
+            for e in graph.input_entries(nid) + tuple(range(row[nid], row[nid + 1])):
+                adjacent.setdefault(e, []).append(nid)
+    heap = sorted({n for e in dirty for n in adjacent.get(e, ())})
+    queued = set(heap)
+    while heap:
+        nid = heapq.heappop(heap)
+        queued.discard(nid)
+        touched = graph.input_entries(nid) + tuple(range(row[nid], row[nid + 1]))
+        before = [values[e] for e in touched]
+        _apply_rule(kind, graph, nid, values)
+        for e, b in zip(touched, before):
+            if values[e] != b:
+                for n in adjacent[e]:
+                    if n != nid and n not in queued:
+                        heapq.heappush(heap, n)
+                        queued.add(n)
+
+
+# (kind name) -> {(id(params), input values): (params, output values)}: the rule's result
+# for fully known inputs; the steps of an unrolled network and their gradient nodes meet
+# the same (params, inputs) many times
+_MEMO: dict[str, dict] = {}
+_MAX_MEMO = 1 << 16
+
+
+def _direct(kind, node, current: tuple, n_out: int) -> tuple | None:
+    """``node``'s rule run on fully known inputs: its ``n_out`` (fully known) outputs, or
+    None when that does not apply (the general path then runs the rule with messages)."""
+    if not all(kind.is_known(v) for v in current):
+        return None
     try:
         result = kind.rule(node)(node.params, list(current))
     except MXNetError:
-        return False  # the general path raises it with its message
-    if result is None or list(result[0]) != current:
-        return False
-    outs = list(result[1])
+        return None  # the general path raises it with its message
+    if result is None or tuple(result[0]) != current:
+        return None
+    outs = tuple(tuple(o) for o in result[1]) if kind is SHAPE else tuple(result[1])
     if kind is DTYPE and len(outs) == 1 and n_out > 1:
         outs = outs * n_out  # one dtype stands for every output
     if len(outs) != n_out or not all(kind.is_known(o) for o in outs):
-        return False
-    values[base:base + n_out] = outs
-    return True
+        return None
+    return outs
 
 
 class _Layout:
@@ -252,10 +304,32 @@ def _steps(units: list[Unit], keep: set[int], last_use: dict, impl: dict) -> lis
     steps = []
     for pos, u in enumerate(units):
         impl[u.node.name] = u.label
-        frees = tuple(s for s in set(u.ins) | set(u.aux) | set(u.outs)
-                      if s not in keep and last_use.get(s, pos) == pos)
-        steps.append((u.fn, u.params, tuple(u.ins), tuple(u.aux), tuple(u.outs), frees, u.node))
+        ins, aux, outs = tuple(u.ins), tuple(u.aux), tuple(u.outs)
+        frees = tuple({s: None for s in ins + aux + outs
+                       if s not in keep and last_use.get(s, pos) == pos})
+        steps.append((u.fn, u.params, ins, aux, outs, frees, u.node))
     return steps
+
+
+def gc_paused(fn):
+    """Run ``fn`` with the cyclic garbage collector paused.
+
+    A bind makes many containers that live for the bind only. Collections during it would
+    promote them to the old generation, whose growth triggers full collections (each
+    traverses every object of the process: ~100 ms with torch loaded) every few binds.
+    Reference counting frees the temporaries; what the bind keeps is collected as usual
+    afterwards, so a bind's garbage-collector cost follows what it keeps, not what it makes.
+    """
+    @functools.wraps(fn)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused
 
 
 def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],

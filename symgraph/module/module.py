@@ -13,7 +13,6 @@ import numpy as np
 
 from ..context import Context, cpu
 from ..executor_group import DataParallelExecutorGroup
-from ..graph import IndexedGraph
 from ..io import DataDesc
 from ..model import (
     _create_kvstore,
@@ -92,7 +91,7 @@ class Module(BaseModule):
         self._label_names = list(label_names or [])
         self._state_names = list(state_names or [])
         self._fixed_param_names = list(fixed_param_names or [])
-        ig = IndexedGraph(symbol._outputs)  # one walk for both name lists (bind speed)
+        ig = symbol._graph()  # one walk for both name lists (bind speed)
         arg_names = [ig.nodes[i].name for i in ig.argument_ids]
         inputs = set(self._data_names + self._label_names + self._state_names)
         self._param_names = [n for n in arg_names if n not in inputs]

@@ -57,6 +57,7 @@ def __getattr__(name: str):
     if name in OPS:
         if name not in _functions:
             _functions[name] = make_function(name, OPS[name])
+        globals()[name] = _functions[name]  # later lookups skip this function
         return _functions[name]
     raise AttributeError(f"module 'symgraph.symbol' has no attribute {name!r} (no operator of "
                          "that name is registered)")

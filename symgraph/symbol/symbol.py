@@ -7,7 +7,7 @@ from numbers import Number
 
 from ..attrs import check_string_values, hide_keys, to_attr_string, with_plain_keys
 from ..base import AttrError, GraphError, MXNetError, ShapeError, dtype_name
-from ..graph import Entry, IndexedGraph, Node
+from ..graph import Entry, IndexedGraph, Node, indexed
 from ..infer import head_values, infer_shapes, infer_types, variable_values
 from ..ops.base import known
 
@@ -24,15 +24,17 @@ class Symbol:
     [(4, 3), (10, 3), (10,)]
     """
 
-    __slots__ = ("_outputs", "__weakref__")
+    __slots__ = ("_outputs", "_ig", "__weakref__")
     __hash__ = object.__hash__
 
     def __init__(self, outputs: Sequence[Entry]):
         self._outputs: list[Entry] = list(outputs)
+        self._ig = None
 
     # ------------------------------------------------------------ structure
     def _graph(self) -> IndexedGraph:
-        return IndexedGraph(self._outputs)
+        """The indexed graph of the outputs (cached: symbols' nodes are not rewired)."""
+        return indexed(self, self._outputs)
 
     @property
     def name(self) -> str | None:
@@ -132,11 +134,12 @@ class Symbol:
         node = self._outputs[0][0]
         before = dict(node.attrs)
         node.attrs.update(hide_keys(kwargs))
-        node._params = None
+        node.reset_params()
         try:
             node.params  # noqa: B018 - parse now so a bad attribute fails here
         except AttrError:
-            node.attrs, node._params = before, None
+            node.attrs = before
+            node.reset_params()
             raise
 
     # ------------------------------------------------------------ composition
