@@ -259,22 +259,19 @@ def _results(p, y, hy, cy, seed: int, like: torch.Tensor) -> tuple:
     return tuple(outs)
 
 
-# A training forward keeps its autograd graph here (torch's counterpart of cuDNN's reserve
-# space), keyed by the ids of its data and parameter tensors, so the backward step
-# differentiates it instead of running the forward again. An entry is used once, only if
-# its input tensors are the very objects the backward receives, unchanged in place (version
-# counters) and with the same dropout seed; otherwise the backward recomputes.
+# A training forward keeps what its backward needs here (torch's counterpart of cuDNN's
+# reserve space): the autograd graph of the torch path, or the Triton path's per-layer
+# record (gate activations and inputs of every step). Keyed by the ids of its data and
+# parameter tensors, so the backward step differentiates it instead of running the forward
+# again. An entry is used once, only if it was made by the same path for the very input
+# objects the backward receives, unchanged in place (version counters) and with the same
+# dropout seed; otherwise the backward recomputes.
 _SAVED: dict[tuple[int, int], tuple] = {}
 _MAX_SAVED = 64
 
 
-def _save_graph(p, ins, seed: int):
-    """Run the reference with grad on detached leaves; remember the graph; plain outputs."""
+def _reserve(ins, n_state: int, seed: int, kind: str, payload) -> None:
     import weakref
-    n_state = 4 if p.mode == "lstm" else 3
-    leaves = [t.detach().requires_grad_(t.is_floating_point()) for t in ins[:n_state]]
-    with torch.enable_grad():
-        outs = run(p, leaves[0], leaves[1], leaves[2], leaves[3] if n_state > 3 else None, seed)
     key = (id(ins[0]), id(ins[1]))
     refs = [weakref.ref(t) for t in ins[:n_state]]
     _SAVED.pop(key, None)
@@ -282,19 +279,33 @@ def _save_graph(p, ins, seed: int):
         del _SAVED[stale]
     while len(_SAVED) >= _MAX_SAVED:  # forwards never followed by a backward
         _SAVED.pop(next(iter(_SAVED)))
-    _SAVED[key] = (refs, tuple(t._version for t in ins[:n_state]), seed, leaves, outs)
+    _SAVED[key] = (refs, tuple(t._version for t in ins[:n_state]), seed, kind, payload)
+
+
+def _reserved(rest, n_state: int, seed: int, kind: str):
+    """What the forward of ``kind`` kept for exactly these inputs (removed), or None."""
+    entry = _SAVED.pop((id(rest[0]), id(rest[1])), None)
+    if entry is None:
+        return None
+    refs, versions, saved_seed, saved_kind, payload = entry
+    same = all(r() is t for r, t in zip(refs, rest[:n_state])) and saved_seed == seed and \
+        saved_kind == kind and versions == tuple(t._version for t in rest[:n_state])
+    return payload if same else None
+
+
+def _save_graph(p, ins, seed: int):
+    """Run the reference with grad on detached leaves; remember the graph; plain outputs."""
+    n_state = 4 if p.mode == "lstm" else 3
+    leaves = [t.detach().requires_grad_(t.is_floating_point()) for t in ins[:n_state]]
+    with torch.enable_grad():
+        outs = run(p, leaves[0], leaves[1], leaves[2], leaves[3] if n_state > 3 else None, seed)
+    _reserve(ins, n_state, seed, "autograd", (leaves, outs))
     return tuple(None if o is None else o.detach() for o in outs)
 
 
 def _saved_graph(p, rest, n_state: int, seed: int):
     """The forward's graph for exactly these inputs (removed from the table), or None."""
-    entry = _SAVED.pop((id(rest[0]), id(rest[1])), None)
-    if entry is None:
-        return None
-    refs, versions, saved_seed, leaves, outs = entry
-    same = all(r() is t for r, t in zip(refs, rest[:n_state])) and saved_seed == seed and \
-        versions == tuple(t._version for t in rest[:n_state])
-    return (leaves, outs) if same else None
+    return _reserved(rest, n_state, seed, "autograd")
 
 
 def _forward(p, ins, aux, rt):
@@ -419,8 +430,10 @@ def triton_rnn(p, ins, aux, rt):
     _check_supported(p, rt.is_train)
     seed = _draw_seed(p, rt)
     x = ins[0]
-    y, hys, cys, _ = _triton_layers(p, x, ins[1], ins[2], ins[3] if p.mode == "lstm" else None,
-                                    seed)
+    y, hys, cys, record = _triton_layers(p, x, ins[1], ins[2],
+                                         ins[3] if p.mode == "lstm" else None, seed)
+    if rt.is_train:  # the backward reuses the record instead of running the layers again
+        _reserve(ins, 4 if p.mode == "lstm" else 3, seed, "triton", record)
     if not p.state_outputs:
         return _results(p, y if y.is_contiguous() else copy_view(y), None, None, seed, x)
     hy = stack(hys, 0)
@@ -434,7 +447,8 @@ def _write(src: torch.Tensor, dst: torch.Tensor) -> None:
 
 
 def triton_backward_rnn(p, ins, aux, rt):
-    """RNN backward: recompute the layers, then per layer from the top ``kernels.rnn``'s
+    """RNN backward: the training forward's record of the layers (recomputed when there is
+    none), then per layer from the top ``kernels.rnn``'s
     recurrence backward per direction, weight gradients of the input projection by GEMM
     into the packed gradient, the layer input's gradient by one GEMM over both directions."""
     from kernels.copy import concat, copy_view, reduce_sum
@@ -447,7 +461,9 @@ def triton_backward_rnn(p, ins, aux, rt):
     x, w, hx = rest[:3]
     cx = rest[3] if lstm else None
     seed = int(rest[4 if lstm else 3]) if _drops(p) else -1
-    _, _, _, record = _triton_layers(p, x, w, hx, cx, seed)
+    record = _reserved(rest, 4 if lstm else 3, seed, "triton")
+    if record is None:  # no training forward of these inputs kept one
+        record = _triton_layers(p, x, w, hx, cx, seed)[3]
     d, hidden = _dirs(p), p.state_size
     dw = torch.empty_like(w)
     dflat = unpack(p, dw, x.shape[2])

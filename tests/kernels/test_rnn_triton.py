@@ -69,3 +69,33 @@ def test_triton_dropout_reproduces_and_matches_its_gradient():
     numeric = (loss(w + eps * direction) - loss(w - eps * direction)) / (2 * eps)
     assert abs(numeric - float((grad * direction).sum())) < 2e-3 * max(0.1, abs(numeric))
     assert not [v for v in _labels(exe) if v.startswith("torch:")], _labels(exe)
+
+
+def test_triton_backward_reuses_the_forward_record(monkeypatch):
+    """A training forward keeps its layers' record for the backward (no second run of the
+    recurrence); with the record gone the backward recomputes it and gets the same grads."""
+    from symgraph.ops import rnn
+    case = _case("lstm", (3, 2, 2), 2, 2, True, state_outputs=True, p=0.5)
+    values = draw_inputs(case, np.float32)
+    calls = []
+    layers = rnn._triton_layers
+    monkeypatch.setattr(rnn, "_triton_layers", lambda *a: calls.append(1) or layers(*a))
+    with config.override(backend="triton"):
+        _, exe = bind(OP, case, values, grad=True)
+    heads = [mx.nd.array(np.random.RandomState(3).uniform(-1, 1, o.shape)) for o in
+             run_forward(exe, True, seed=7)]
+
+    def grads(drop_record: bool) -> dict:
+        calls.clear()
+        run_forward(exe, True, seed=7)
+        if drop_record:
+            rnn._SAVED.clear()
+        exe.backward(heads)
+        return {n: g.asnumpy().copy() for n, g in exe.grad_dict.items() if g is not None}
+    kept = grads(False)
+    assert len(calls) == 1, "the backward ran the layers again"
+    recomputed = grads(True)
+    assert len(calls) == 2
+    assert kept.keys() == recomputed.keys() and kept
+    for name in kept:
+        np.testing.assert_allclose(kept[name], recomputed[name], rtol=1e-6, atol=1e-7)
