@@ -32,7 +32,8 @@ _LAZY = {
     "optimizer": "optimizer", "lr_scheduler": "lr_scheduler", "metric": "metric",
     "io": "io", "callback": "callback", "monitor": "monitor", "kv": "kvstore",
     "kvstore": "kvstore", "executor_manager": "executor_manager", "model": "model",
-    "mod": "module", "module": "module", "rnn": "rnn",
+    "mod": "module", "module": "module", "rnn": "rnn", "gluon": "gluon",
+    "autograd": "autograd",
 }
 
 
