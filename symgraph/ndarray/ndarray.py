@@ -72,10 +72,14 @@ class NDArray:
         """The numpy scalar type of the elements (``numpy.float32`` by default)."""
         return to_numpy_dtype(self._t.dtype)
 
+    # the context an array was created for when its device alone does not say it (cpu(1)
+    # and cpu(0) share the CPU): MXNet keeps per-context copies apart that way
+    _ctx: Context | None = None
+
     @property
     def context(self) -> Context:
         """The device the array lives on."""
-        return context_of(self._t.device)
+        return self._ctx or context_of(self._t.device)
 
     ctx = context
 
@@ -169,7 +173,9 @@ class NDArray:
             other._t.copy_(self._t)
             return other
         if isinstance(other, Context):
-            return NDArray(self._t.to(other.torch_device, copy=True))
+            out = NDArray(self._t.to(other.torch_device, copy=True))
+            out._ctx = other
+            return out
         raise TypeError(f"copyto does not support type {type(other)}")
 
     def as_in_context(self, context: Context) -> NDArray:

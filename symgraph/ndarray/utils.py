@@ -13,6 +13,12 @@ from . import _math
 from .ndarray import NDArray
 
 
+def _on(arr: NDArray, ctx: Context | None) -> NDArray:
+    """``arr`` labelled with the context it was made for (cpu(1) is a CPU tensor too)."""
+    arr._ctx = ctx if ctx is not None else current_context()
+    return arr
+
+
 def _device(ctx: Context | None) -> torch.device:
     return (ctx if ctx is not None else current_context()).torch_device
 
@@ -55,7 +61,7 @@ def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
     if isinstance(source_array, (NDArray, torch.Tensor)):
         src = source_array._t if isinstance(source_array, NDArray) else source_array
         target = src.dtype if dtype is None else to_torch_dtype(dtype)
-        return NDArray(src.detach().to(device=device, dtype=target, copy=True))
+        return _on(NDArray(src.detach().to(device=device, dtype=target, copy=True)), ctx)
     target = to_torch_dtype(dtype)
     name = dtype_name(target)
     try:
@@ -66,7 +72,7 @@ def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
     except (TypeError, ValueError) as err:
         raise TypeError(f"source_array must be array like object, got {type(source_array)}") \
             from err
-    return NDArray(torch.from_numpy(data).to(device=device, dtype=target))
+    return _on(NDArray(torch.from_numpy(data).to(device=device, dtype=target)), ctx)
 
 
 def empty(shape, ctx: Context | None = None, dtype=None) -> NDArray:
@@ -76,7 +82,8 @@ def empty(shape, ctx: Context | None = None, dtype=None) -> NDArray:
     >>> nd.empty((2, 3)).shape
     (2, 3)
     """
-    return NDArray(torch.empty(_shape(shape), dtype=to_torch_dtype(dtype), device=_device(ctx)))
+    return _on(NDArray(torch.empty(_shape(shape), dtype=to_torch_dtype(dtype),
+                              device=_device(ctx))), ctx)
 
 
 def zeros(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
@@ -88,7 +95,8 @@ def zeros(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
     [0 0 0]
     <NDArray 3 @cpu(0)>
     """
-    return NDArray(torch.zeros(_shape(shape), dtype=to_torch_dtype(dtype), device=_device(ctx)))
+    return _on(NDArray(torch.zeros(_shape(shape), dtype=to_torch_dtype(dtype),
+                              device=_device(ctx))), ctx)
 
 
 def ones(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
@@ -100,7 +108,8 @@ def ones(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
     [[1. 1.]]
     <NDArray 1x2 @cpu(0)>
     """
-    return NDArray(torch.ones(_shape(shape), dtype=to_torch_dtype(dtype), device=_device(ctx)))
+    return _on(NDArray(torch.ones(_shape(shape), dtype=to_torch_dtype(dtype),
+                              device=_device(ctx))), ctx)
 
 
 def full(shape, val, ctx: Context | None = None, dtype=None,
