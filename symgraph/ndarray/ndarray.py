@@ -10,6 +10,7 @@ import torch
 from ..base import DTypeError, MXNetError, ShapeError, dtype_name, to_numpy_dtype, to_torch_dtype
 from ..context import Context, context_of
 from . import _index, _math
+from . import recorded as _recorded
 
 
 class NDArray:
@@ -75,6 +76,13 @@ class NDArray:
     # the context an array was created for when its device alone does not say it (cpu(1)
     # and cpu(0) share the CPU): MXNet keeps per-context copies apart that way
     _ctx: Context | None = None
+    # autograd: the recorded call that produced this array, (tape node, output index)
+    _ag_node = None
+    # autograd: the gradient array of a marked variable (attach_grad), and its grad_req
+    _ag_grad = None
+    _ag_req = "null"
+    # whether a backward wrote a gradient for this (parameter) array since the last update
+    _fresh_grad = False
 
     @property
     def context(self) -> Context:
@@ -106,6 +114,34 @@ class NDArray:
         return self.transpose()
 
     # ----------------------------------------------------------------- conversion
+    # ----------------------------------------------------------------- autograd
+    def attach_grad(self, grad_req: str = "write", stype=None) -> None:
+        """Allocate a gradient array (``.grad``) that ``backward`` writes (or adds) into."""
+        from .. import autograd
+        if stype not in (None, "default"):
+            raise MXNetError(f"attach_grad: stype {stype!r} is not supported (dense only)")
+        grad = NDArray(torch.zeros_like(self._t))
+        grad._ctx = self._ctx
+        autograd.mark_variables([self], [grad], grad_req)
+
+    @property
+    def grad(self) -> NDArray | None:
+        """The gradient array attached by :meth:`attach_grad` (None without one)."""
+        return self._ag_grad
+
+    def backward(self, out_grad=None, retain_graph: bool = False,
+                 train_mode: bool = True) -> None:
+        """Gradients of this recorded array with respect to every marked variable."""
+        from .. import autograd
+        autograd.backward([self], None if out_grad is None else [out_grad],
+                          retain_graph=retain_graph, train_mode=train_mode)
+
+    def detach(self) -> NDArray:
+        """The same values, outside any recorded graph."""
+        out = NDArray(self._t)
+        out._ctx = self._ctx
+        return out
+
     def asnumpy(self) -> np.ndarray:
         """A numpy copy of the data.
 
@@ -220,6 +256,10 @@ class NDArray:
 
     # ----------------------------------------------------------------- arithmetic
     def _binary(self, name: str, other, reflected: bool = False) -> NDArray:
+        if _recorded.recording(self, other):
+            out = _recorded.binary(name, self, other, reflected)
+            if out is not None:
+                return out
         if isinstance(other, NDArray):
             if other._t.device != self._t.device:
                 raise MXNetError(f"{name}: operands are on different contexts, "
@@ -289,6 +329,8 @@ class NDArray:
         return self._binary("pow", other, reflected=True)
 
     def __neg__(self) -> NDArray:
+        if _recorded.recording(self):
+            return _recorded.apply("negative", [self])
         return NDArray(torch.neg(self._t))
 
     def __abs__(self) -> NDArray:
@@ -397,26 +439,38 @@ class NDArray:
     # ----------------------------------------------------------------- reductions
     def sum(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Sum over ``axis`` (all axes by default); see :func:`symgraph.ndarray.sum`."""
+        if _recorded.recording(self):
+            return _recorded.apply("sum", [self], axis=axis, keepdims=keepdims, exclude=exclude)
         return NDArray(_math.reduce("sum", self._t, axis, keepdims, exclude))
 
     def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Mean over ``axis``; integer arrays give a truncated integer mean."""
+        if _recorded.recording(self):
+            return _recorded.apply("mean", [self], axis=axis, keepdims=keepdims, exclude=exclude)
         return NDArray(_math.reduce("mean", self._t, axis, keepdims, exclude))
 
     def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Maximum over ``axis``."""
+        if _recorded.recording(self):
+            return _recorded.apply("max", [self], axis=axis, keepdims=keepdims, exclude=exclude)
         return NDArray(_math.reduce("max", self._t, axis, keepdims, exclude))
 
     def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Minimum over ``axis``."""
+        if _recorded.recording(self):
+            return _recorded.apply("min", [self], axis=axis, keepdims=keepdims, exclude=exclude)
         return NDArray(_math.reduce("min", self._t, axis, keepdims, exclude))
 
     def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Product over ``axis``."""
+        if _recorded.recording(self):
+            return _recorded.apply("prod", [self], axis=axis, keepdims=keepdims, exclude=exclude)
         return NDArray(_math.reduce("prod", self._t, axis, keepdims, exclude))
 
     def norm(self, axis=None, keepdims: bool = False) -> NDArray:
         """L2 norm over ``axis`` (all elements by default, giving shape ``(1,)``)."""
+        if _recorded.recording(self):
+            return _recorded.apply("norm", [self], axis=axis, keepdims=keepdims)
         return NDArray(_math.reduce("norm", self._t, axis, keepdims))
 
     def argmax(self, axis=None, keepdims: bool = False) -> NDArray:
@@ -429,6 +483,8 @@ class NDArray:
 
     # ----------------------------------------------------------------- elementwise
     def _unary(self, name: str) -> NDArray:
+        if _recorded.recording(self):
+            return _recorded.apply(name, [self])
         return NDArray(_math.unary(name, self._t))
 
     def clip(self, a_min, a_max) -> NDArray:

@@ -75,7 +75,7 @@ def _unary_function(name: str) -> Callable[[NDArray], NDArray]:
     summary, example, output = UNARY_DOCS[name]
 
     def fn(data: NDArray) -> NDArray:
-        return NDArray(_math.unary(name, _check_nd(name, "data", data)._t))
+        return _check_nd(name, "data", data)._unary(name)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = _UNARY_TEMPLATE.format(summary=summary, name=name, example=example,

@@ -1,0 +1,337 @@
+"""``mx.autograd``: recording calls of bound executors, and differentiating through them.
+
+Under :func:`record`, every differentiable computation runs through a bound executor (a
+block's graph, or a one-operator graph for NDArray arithmetic) and leaves a tape
+:class:`Node` behind: the executor, the arrays it read and how many outputs it made. Each
+output NDArray points at its node (``_ag_node``). :func:`backward` walks the nodes that the
+heads depend on in reverse order of recording, runs each executor's backward with the
+gradients of its outputs, hands input gradients to the nodes that produced those inputs,
+and writes the gradients of arrays marked with ``attach_grad``/:func:`mark_variables`.
+Parameters' gradients land straight in their grad arrays: a block's executor is bound with
+them. Values are computed when an operation is called (MXNet's imperative semantics); the
+backward never recomputes a forward. Recording state is per thread, as in MXNet.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import torch
+
+from .base import MXNetError
+
+__all__ = ["Function", "backward", "grad", "is_recording", "is_training", "mark_variables",
+           "pause", "predict_mode", "record", "set_recording", "set_training", "train_mode"]
+
+
+class _State(threading.local):
+    recording = False
+    training = False
+
+
+_STATE = _State()
+
+
+def set_recording(is_recording: bool) -> bool:  # noqa: FBT001 - MXNet's signature
+    """Turn recording on or off; returns the previous state."""
+    prev, _STATE.recording = _STATE.recording, bool(is_recording)
+    return prev
+
+
+def set_training(train_mode: bool) -> bool:  # noqa: FBT001 - MXNet's signature
+    """Turn training mode (dropout active, batch statistics) on or off; returns the previous."""
+    prev, _STATE.training = _STATE.training, bool(train_mode)
+    return prev
+
+
+def is_recording() -> bool:
+    """Whether operations are being recorded for a backward pass."""
+    return _STATE.recording
+
+
+def is_training() -> bool:
+    """Whether operations run in training mode."""
+    return _STATE.training
+
+
+class _Scope:
+    """Sets recording and/or training for a ``with`` block and restores them after."""
+
+    def __init__(self, recording: bool | None, training: bool | None):
+        self._enter = (recording, training)
+        self._prev: tuple = (None, None)
+
+    def __enter__(self):
+        recording, training = self._enter
+        self._prev = (set_recording(recording) if recording is not None else None,
+                      set_training(training) if training is not None else None)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        recording, training = self._prev
+        if recording is not None:
+            set_recording(recording)
+        if training is not None:
+            set_training(training)
+
+
+def record(train_mode: bool = True) -> _Scope:  # noqa: FBT001 - MXNet's signature
+    """Record operations in the ``with`` block for :func:`backward` (training mode by
+    default)."""
+    return _Scope(True, train_mode)
+
+
+def pause(train_mode: bool = False) -> _Scope:  # noqa: FBT001 - MXNet's signature
+    """Stop recording inside a :func:`record` block."""
+    return _Scope(False, train_mode)
+
+
+def train_mode() -> _Scope:
+    """Training mode without changing recording."""
+    return _Scope(None, True)
+
+
+def predict_mode() -> _Scope:
+    """Prediction mode without changing recording."""
+    return _Scope(None, False)
+
+
+# ---------------------------------------------------------------- the tape
+
+class Node:
+    """One recorded executor call.
+
+    ``inputs``: the NDArrays read (in the order ``run_backward`` returns their gradients);
+    ``run_backward(out_grads)``: the gradients of the inputs (tensors or None) given the
+    gradients of the outputs (tensors or None: no gradient reached that output);
+    ``finish(ran, retained)``: runs once the whole backward pass is done (``ran``: whether
+    this node's backward ran in it; ``retained``: whether the graph is kept for another
+    backward) — gradient merging, releasing the executor for reuse.
+    """
+
+    __slots__ = ("inputs", "num_outputs", "run_backward", "finish", "freed", "where",
+                 "__weakref__")
+
+    def __init__(self, inputs: Sequence, num_outputs: int,
+                 run_backward: Callable[[list], list], where: str,
+                 finish: Callable[[bool, bool], None] | None = None):
+        self.inputs = list(inputs)
+        self.num_outputs = num_outputs
+        self.run_backward = run_backward
+        self.finish = finish
+        self.freed = False
+        self.where = where
+
+
+def is_tracked(arr) -> bool:
+    """Whether ``arr`` takes part in differentiation (recorded output or marked variable)."""
+    return arr._ag_node is not None or arr._ag_grad is not None if hasattr(arr, "_ag_req") \
+        else False
+
+
+def attach(outputs: Sequence, node: Node) -> None:
+    """Make ``outputs`` (NDArrays) the recorded outputs of ``node``."""
+    for k, out in enumerate(outputs):
+        out._ag_node = (node, k)
+
+
+def mark_variables(variables, gradients, grad_reqs="write") -> None:
+    """Mark NDArrays as variables whose gradients :func:`backward` writes into
+    ``gradients`` (``grad_reqs``: 'write', 'add' or 'null', one or one per variable)."""
+    from .ndarray.ndarray import NDArray
+    if isinstance(variables, NDArray):
+        variables, gradients = [variables], [gradients]
+    reqs = [grad_reqs] * len(variables) if isinstance(grad_reqs, str) else list(grad_reqs)
+    if not len(variables) == len(gradients) == len(reqs):
+        raise MXNetError(f"mark_variables: {len(variables)} variables, {len(gradients)} "
+                         f"gradients and {len(reqs)} grad_reqs must be as many")
+    for var, grad, req in zip(variables, gradients, reqs):
+        if req not in ("write", "add", "null"):
+            raise MXNetError(f"mark_variables: grad_req must be 'write', 'add' or 'null', "
+                             f"got {req!r}")
+        var._ag_grad = None if req == "null" else grad
+        var._ag_req = req
+        var._ag_node = None  # a variable starts a new graph
+
+
+def _heads(heads, head_grads):
+    from .ndarray.ndarray import NDArray
+    if isinstance(heads, NDArray):
+        heads = [heads]
+        head_grads = None if head_grads is None else (
+            [head_grads] if isinstance(head_grads, NDArray) or head_grads is None
+            else list(head_grads))
+    heads = list(heads)
+    head_grads = [None] * len(heads) if head_grads is None else list(head_grads)
+    if len(head_grads) != len(heads):
+        raise MXNetError(f"backward: {len(head_grads)} head gradients for {len(heads)} heads")
+    for h, g in zip(heads, head_grads):
+        if g is not None and tuple(g.shape) != tuple(h.shape):
+            raise MXNetError(f"backward: head gradient of shape {tuple(g.shape)} for a head "
+                             f"of shape {tuple(h.shape)}")
+    return heads, head_grads
+
+
+def _order(heads) -> list[Node]:
+    """Nodes the heads depend on, inputs' producers before their users."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for head in heads:
+        entry = head._ag_node
+        if entry is None or id(entry[0]) in seen:
+            continue
+        stack = [(entry[0], 0)]
+        seen.add(id(entry[0]))
+        while stack:
+            node, i = stack[-1]
+            if i < len(node.inputs):
+                stack[-1] = (node, i + 1)
+                src = getattr(node.inputs[i], "_ag_node", None)  # inputs may be non-arrays
+                if src is not None and id(src[0]) not in seen:
+                    seen.add(id(src[0]))
+                    stack.append((src[0], 0))
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def _add(table: dict, key, grad: torch.Tensor) -> None:
+    have = table.get(key)
+    table[key] = grad if have is None else have + grad  # never in place: grads are shared
+
+
+def backward(heads, head_grads=None, retain_graph: bool = False,
+             train_mode: bool = True) -> None:  # noqa: FBT001, ARG001 - MXNet's signature
+    """Gradients of ``heads`` (recorded NDArrays) with respect to every marked variable and
+    parameter they depend on; ``head_grads`` default to ones."""
+    heads, head_grads = _heads(heads, head_grads)
+    for h in heads:
+        if not is_tracked(h):
+            raise MXNetError("Cannot differentiate node because it is not in a computational "
+                             "graph. You need to set is_recording to true or use "
+                             "autograd.record() to save computational graphs for backward. "
+                             "If you want to differentiate the same graph twice, you need to "
+                             "pass retain_graph=True to backward.")
+    pending: dict = {}  # (id(node), k) -> gradient of that output
+    leaves: dict = {}  # id(variable) -> (variable, gradient)
+    for h, g in zip(heads, head_grads):
+        grad = torch.ones_like(h._t) if g is None else g._t
+        if h._ag_node is not None:
+            node, k = h._ag_node
+            _add(pending, (id(node), k), grad)
+        else:
+            _add_leaf(leaves, h, grad)
+    order = _order(heads)
+    for node in order:
+        if node.freed:
+            raise MXNetError(f"backward: the graph of {node.where} was freed by an earlier "
+                             "backward; pass retain_graph=True to differentiate it again")
+    _PASS[0] += 1
+    ran: set[int] = set()
+    for node in reversed(order):
+        ograds = [pending.pop((id(node), k), None) for k in range(node.num_outputs)]
+        if all(g is None for g in ograds):
+            continue
+        ran.add(id(node))
+        for arr, grad in zip(node.inputs, node.run_backward(ograds)):
+            if grad is None:
+                continue
+            src = getattr(arr, "_ag_node", None)
+            if src is not None:
+                _add(pending, (id(src[0]), src[1]), grad)
+            elif getattr(arr, "_ag_grad", None) is not None:
+                _add_leaf(leaves, arr, grad)
+    for var, grad in leaves.values():
+        _write_leaf(var, grad)
+    for node in order:
+        if node.finish is not None:
+            node.finish(id(node) in ran, retain_graph)
+        if not retain_graph:
+            node.freed = True
+
+
+_PASS = [0]
+
+
+def pass_id() -> int:
+    """Which backward pass is running (increases with every :func:`backward`)."""
+    return _PASS[0]
+
+
+def _add_leaf(leaves: dict, var, grad: torch.Tensor) -> None:
+    have = leaves.get(id(var))
+    leaves[id(var)] = (var, grad if have is None else have[1] + grad)
+
+
+def _write_leaf(var, grad: torch.Tensor) -> None:
+    target = var._ag_grad._t
+    if var._ag_req == "add":
+        target.add_(grad.to(target.dtype))
+    else:
+        target.copy_(grad)
+    var._fresh_grad = True
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph: bool = False,
+         train_mode: bool = True):  # noqa: FBT001 - MXNet's signature
+    """Gradients of ``heads`` with respect to ``variables``, returned (not written)."""
+    from .ndarray.ndarray import NDArray
+    if create_graph:
+        raise MXNetError("autograd.grad(create_graph=True): higher-order gradients are not "
+                         "supported (docs/compat.md)")
+    single = isinstance(variables, NDArray)
+    variables = [variables] if single else list(variables)
+    saved = [(getattr(v, "_ag_grad", None), getattr(v, "_ag_req", None)) for v in variables]
+    outs = [NDArray(torch.zeros_like(v._t)) for v in variables]
+    for v, out in zip(variables, outs):
+        if v._ag_grad is None:
+            raise MXNetError("autograd.grad: every variable must have attach_grad() called "
+                             "on it (or be marked with mark_variables)")
+        v._ag_grad, v._ag_req = out, "write"
+    try:
+        backward(heads, head_grads, retain_graph=bool(retain_graph), train_mode=train_mode)
+    finally:
+        for v, (g, req) in zip(variables, saved):
+            v._ag_grad, v._ag_req = g, req
+    return outs[0] if single else outs
+
+
+class Function:
+    """MXNet's custom differentiable function (``forward``/``backward`` in NDArrays)."""
+
+    def __init__(self):
+        self._saved: tuple = ()
+
+    def save_for_backward(self, *args) -> None:
+        self._saved = args
+
+    @property
+    def saved_tensors(self) -> tuple:
+        return self._saved
+
+    def forward(self, *inputs):
+        raise NotImplementedError
+
+    def backward(self, *output_grads):
+        raise NotImplementedError
+
+    def __call__(self, *inputs):
+        from .ndarray.ndarray import NDArray
+        with pause():
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        outs = [outputs] if single else list(outputs)
+        if is_recording() and any(is_tracked(x) for x in inputs):
+            def run_backward(ograds: list) -> list:
+                grads = [NDArray(torch.zeros_like(o._t) if g is None else g)
+                         for o, g in zip(outs, ograds)]
+                with pause():
+                    got = self.backward(*grads)
+                got = [got] if isinstance(got, NDArray) else list(got)
+                if len(got) != len(inputs):
+                    raise MXNetError(f"{type(self).__name__}.backward returned {len(got)} "
+                                     f"gradients for {len(inputs)} inputs")
+                return [g._t for g in got]
+            attach(outs, Node(inputs, len(outs), run_backward, type(self).__name__))
+        return outputs

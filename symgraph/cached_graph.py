@@ -1,0 +1,178 @@
+"""A Symbol called like a function on NDArrays, through bound executors (MXNet's CachedOp).
+
+:class:`CachedGraph` binds its symbol once per (context, input shapes and dtypes, which
+inputs need gradients) and keeps the executors; a call copies the inputs in, runs the
+forward (training mode when autograd says so) and returns the outputs. Under
+``autograd.record()`` it leaves a tape node whose backward is the executor's backward.
+Parameters (``params(ctx)``: name -> (data, grad or None, grad_req)) are bound by
+reference, so the first executor of a signature writes parameter gradients straight into
+their grad arrays. An executor stays reserved while a recorded call still waits for its
+backward; a second call meanwhile (a block used twice in one step) takes another executor
+of the same signature, which writes parameter gradients into its own buffers, added to
+the parameters' after the backward pass.
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+
+import torch
+
+from . import autograd
+from .base import MXNetError
+from .ndarray.ndarray import NDArray
+
+ParamArrays = dict  # name -> (data NDArray, grad NDArray | None, grad_req)
+
+# executors per signature; beyond this many calls awaiting their backward, the oldest
+# one's executor is reused and a backward through that call raises
+MAX_PENDING = 8
+
+
+class _Slot:
+    """One bound executor of a signature, and whether a recorded call holds it."""
+
+    __slots__ = ("exe", "busy", "private", "param_ids", "index", "uses")
+
+    def __init__(self, exe, private: dict, param_ids: tuple, index: int):
+        self.exe, self.private, self.param_ids, self.index = exe, private, param_ids, index
+        self.busy = False
+        self.uses = 0  # a recorded call checks it still owns the executor's values
+
+
+class CachedGraph:
+    """``symbol`` run on NDArrays for the inputs ``input_names`` (the other arguments and
+    aux states are parameters from ``params(ctx)``)."""
+
+    def __init__(self, symbol, input_names: list[str],
+                 params: Callable[[object], ParamArrays], where: str):
+        self.symbol, self.input_names, self.params, self.where = symbol, input_names, params, where
+        self._arg_names = symbol.list_arguments()
+        self._aux_names = symbol.list_auxiliary_states()
+        missing = [n for n in input_names if n not in self._arg_names]
+        if missing:
+            raise MXNetError(f"{where}: inputs {missing} are not arguments of the graph "
+                             f"({self._arg_names})")
+        self._pools: dict[tuple, list[_Slot]] = {}
+        self._written: dict[str, int] = {}  # param name -> backward pass that wrote it
+
+    # ------------------------------------------------------------ calling
+    def __call__(self, inputs: list[NDArray], ctx) -> list[NDArray]:
+        if len(inputs) != len(self.input_names):
+            raise MXNetError(f"{self.where}: {len(inputs)} inputs given for "
+                             f"{self.input_names}")
+        recording = autograd.is_recording()
+        needs = tuple(recording and autograd.is_tracked(x) for x in inputs)
+        params = self.params(ctx)
+        slot = self._slot(inputs, needs, ctx, params)
+        exe = slot.exe
+        for name, x in zip(self.input_names, inputs):
+            exe.arg_dict[name]._t.copy_(x._t)
+        exe.forward(is_train=autograd.is_training())
+        clone = exe._ctx.device_type != "cpu"  # CUDA-graph replays rewrite their outputs
+        outs = [NDArray(o._t.clone() if clone else o._t) for o in exe.outputs]
+        for o in outs:
+            o._ctx = ctx
+        if recording and (any(needs) or any(g is not None for _, g, _ in params.values())):
+            self._record(slot, inputs, outs, params)
+        return outs
+
+    def _key(self, inputs, needs, ctx) -> tuple:
+        return (ctx, needs) + tuple((tuple(x._t.shape), x._t.dtype) for x in inputs)
+
+    def _slot(self, inputs, needs, ctx, params: ParamArrays) -> _Slot:
+        pool = self._pools.setdefault(self._key(inputs, needs, ctx), [])
+        ids = tuple(id(d) for d, _, _ in params.values())
+        pool[:] = [s for s in pool if s.param_ids == ids or s.busy]  # parameters replaced
+        for s in pool:
+            if not s.busy and s.param_ids == ids:
+                return s
+        if len(pool) >= MAX_PENDING:
+            oldest = min(pool, key=lambda s: s.uses)
+            oldest.busy = False
+            return oldest
+        s = _Slot(*self._bind(inputs, needs, ctx, params, first=not pool), ids, len(pool))
+        pool.append(s)
+        return s
+
+    def _bind(self, inputs, needs, ctx, params: ParamArrays, first: bool):
+        args, grads, reqs, private = {}, {}, {}, {}
+        for name, x, need in zip(self.input_names, inputs, needs):
+            args[name] = NDArray(torch.empty_like(x._t))
+            grads[name] = NDArray(torch.zeros_like(x._t)) if need else None
+            reqs[name] = "write" if need else "null"
+        for name in self._arg_names:
+            if name in args:
+                continue
+            if name not in params:
+                raise MXNetError(f"{self.where}: no parameter or input named {name!r}")
+            data, grad, req = params[name]
+            args[name] = data
+            if grad is None or req == "null":
+                grads[name], reqs[name] = None, "null"
+            elif first:
+                grads[name], reqs[name] = grad, req
+            else:  # a second executor: own buffers, added after the backward pass
+                grads[name] = private[name] = NDArray(torch.zeros_like(grad._t))
+                reqs[name] = "write"
+        aux = {}
+        for name in self._aux_names:
+            if name not in params:
+                raise MXNetError(f"{self.where}: no auxiliary state named {name!r}")
+            aux[name] = params[name][0]
+        exe = self.symbol.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
+        return exe, private
+
+    def _all_slots(self):
+        return [s for pool in self._pools.values() for s in pool]
+
+    def _merge(self, slot: _Slot, params: ParamArrays, slot_params: list[str]) -> None:
+        """A second executor's parameter gradients into the parameters' (after the pass);
+        every parameter that got a gradient is fresh (``Trainer`` checks)."""
+        now = autograd.pass_id()
+        for pname, buf in slot.private.items():
+            target = params[pname][1]._t
+            if params[pname][2] == "add" or self._written.get(pname) == now:
+                target.add_(buf._t)
+            else:
+                target.copy_(buf._t)
+            self._written[pname] = now
+        for pname in slot_params:
+            params[pname][0]._fresh_grad = True
+
+    # ------------------------------------------------------------ recording
+    def _record(self, slot: _Slot, inputs, outs, params: ParamArrays) -> None:
+        exe, names = slot.exe, self.input_names
+        slot.busy = True
+        slot.uses = use = max(s.uses for s in self._all_slots()) + 1
+
+        def run_backward(ograds: list) -> list:
+            if slot.uses != use:
+                raise MXNetError(f"backward through {self.where}: its executor was reused by "
+                                 f"a later call ({MAX_PENDING} recorded calls of this graph "
+                                 "awaited their backward); call backward sooner")
+            heads = [NDArray(torch.zeros_like(o._t) if g is None else g)
+                     for o, g in zip(outs, ograds)]
+            exe.backward(heads)
+            if slot.index == 0:
+                for pname in slot_params:
+                    self._written[pname] = autograd.pass_id()
+            return [None if exe.grad_dict.get(n) is None else exe.grad_dict[n]._t
+                    for n in names]
+
+        def finish(ran: bool, retained: bool) -> None:
+            if ran:
+                self._merge(slot, params, slot_params)
+            if not retained and slot.uses == use:
+                slot.busy = False
+
+        slot_params = [n for n, (_, g, req) in params.items() if g is not None and req != "null"
+                       and n in exe.grad_dict and exe.grad_dict[n] is not None]
+        node = autograd.Node(inputs, len(outs), run_backward, self.where, finish)
+        weakref.finalize(node, _release, slot, use)
+        autograd.attach(outs, node)
+
+
+def _release(slot: _Slot, use: int) -> None:
+    if slot.uses == use:
+        slot.busy = False

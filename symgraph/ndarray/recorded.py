@@ -1,0 +1,54 @@
+"""NDArray arithmetic under ``autograd.record()``: each operation on an array that takes
+part in differentiation runs as its registered operator through a cached one-node graph
+(:class:`~symgraph.cached_graph.CachedGraph`), so ``backward`` differentiates it like any
+graph, by the operator's own gradient rule. Outside recording these paths are not taken.
+"""
+from __future__ import annotations
+
+from .. import autograd
+from ..base import MXNetError
+
+# NDArray binary name -> (array op, scalar op, reflected scalar op), MXNet's choices
+BINARY = {
+    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
+    "sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+    "mul": ("broadcast_mul", "_mul_scalar", "_mul_scalar"),
+    "div": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
+    "pow": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
+    "mod": ("broadcast_mod", "_mod_scalar", "_rmod_scalar"),
+}
+
+_GRAPHS: dict[tuple, object] = {}
+
+
+def recording(*arrays) -> bool:
+    """Whether an operation on ``arrays`` must be recorded."""
+    return autograd._STATE.recording and any(autograd.is_tracked(a) for a in arrays)
+
+
+def apply(op: str, inputs: list, **attrs):
+    """Run operator ``op`` on NDArrays through its cached graph; its first output."""
+    from ..cached_graph import CachedGraph
+    from ..symbol import Variable
+    from ..symbol.op_api import invoke
+    attrs = {k: v for k, v in attrs.items() if v is not None}
+    key = (op, len(inputs), tuple(sorted((k, repr(v)) for k, v in attrs.items())))
+    graph = _GRAPHS.get(key)
+    if graph is None:
+        names = [f"x{i}" for i in range(len(inputs))]
+        sym = invoke(op, [Variable(n) for n in names], attrs, name=op.lower().strip("_"))
+        graph = _GRAPHS[key] = CachedGraph(sym, names, lambda ctx: {}, f"operator {op}")
+    ctxs = {x.context for x in inputs}
+    if len(ctxs) > 1:
+        raise MXNetError(f"{op}: operands are on different contexts {sorted(map(str, ctxs))}")
+    return graph(list(inputs), inputs[0].context)[0]
+
+
+def binary(name: str, lhs, rhs, reflected: bool):
+    from .ndarray import NDArray
+    if name not in BINARY:  # comparisons: no gradient, computed as plain values
+        return None
+    array_op, scalar_op, rscalar_op = BINARY[name]
+    if isinstance(rhs, NDArray):
+        return apply(array_op, [rhs, lhs] if reflected else [lhs, rhs])
+    return apply(rscalar_op if reflected else scalar_op, [lhs], scalar=float(rhs))
