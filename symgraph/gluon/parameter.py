@@ -1,0 +1,755 @@
+"""``mx.gluon.Parameter``, ``Constant`` and ``ParameterDict``, as MXNet 1.9.1.
+
+A Parameter holds one data array (and, unless ``grad_req='null'``, one gradient array) per
+context it was initialized on; ``cpu(0)`` and ``cpu(1)`` are distinct contexts whose arrays
+share the CPU device. Initialization is deferred while the shape has unknown (0) dims and
+``allow_deferred_init`` is set; blocks call ``_finish_deferred_init`` once it is known.
+
+Each data array carries ``_fresh_grad`` (False until a backward writes its gradient), and
+``_grad``/``_grad_req``: the gradient array autograd writes into and how (MXNet's
+``autograd.mark_variables``). Only dense storage is supported.
+
+>>> import symgraph as mx
+>>> w = mx.gluon.Parameter('fc_weight', shape=(2, 3), init=mx.init.One())
+>>> w.initialize(ctx=[mx.cpu(0), mx.cpu(1)])
+>>> w
+Parameter fc_weight (shape=(2, 3), dtype=<class 'numpy.float32'>)
+>>> w.data(mx.cpu(1)).asnumpy()
+array([[1., 1., 1.],
+       [1., 1., 1.]], dtype=float32)
+>>> w.data(mx.cpu(2))
+Traceback (most recent call last):
+...
+RuntimeError: Parameter 'fc_weight' was not initialized on context cpu(2). It was only \
+initialized on [cpu(0), cpu(1)].
+"""
+from __future__ import annotations
+
+import warnings
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import initializer
+from ..base import MXNetError, dtype_name
+from ..context import Context, cpu, current_context
+from ..ndarray import NDArray
+from ..ndarray import array as _nd_array
+from ..ndarray import load as _nd_load
+from ..ndarray import save as _nd_save
+from ..ndarray import zeros as _nd_zeros
+from ..symbol import Symbol
+from ..symbol import var as _sym_var
+from .utils import _brief_print_list, _indent, shape_is_known
+
+__all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict",
+           "tensor_types"]
+
+mx_real_t = np.float32
+tensor_types = (Symbol, NDArray)
+_VALID_STYPES = ('default', 'row_sparse', 'csr')
+_NAMING_URL = "https://mxnet.io/api/python/docs/tutorials/packages/gluon/blocks/naming.html"
+# MXNet's default initializers are instances created once, at definition
+_DEFAULT_INIT = initializer.Uniform()
+
+
+class DeferredInitializationError(MXNetError):
+    """Error for unfinished deferred initialization."""
+
+
+def _check_stype(name: str, stype: str, grad_stype: str) -> None:
+    """MXNet's stype assertions; sparse storage is refused (dense only)."""
+    if grad_stype not in _VALID_STYPES:
+        raise AssertionError(
+            f"grad_stype for Parameter '{name}' must be one of "
+            f"'default', 'row_sparse', or 'csr', but got '{grad_stype}'")
+    if stype not in _VALID_STYPES:
+        raise AssertionError(
+            f"stype for Parameter '{name}' must be one of "
+            f"'default', 'row_sparse', or 'csr', but got '{stype}'")
+    if stype != 'default' or grad_stype != 'default':
+        raise NotImplementedError(
+            f"Parameter '{name}': sparse storage (stype='{stype}', grad_stype='{grad_stype}') "
+            "is not supported; symgraph arrays are dense (see docs/compat.md)")
+
+
+def _as_ctx_list(ctx) -> list[Context]:
+    """``None`` -> ``[current_context()]``, a Context -> ``[ctx]``, a list as is."""
+    if ctx is None:
+        return [current_context()]
+    if isinstance(ctx, Context):
+        return [ctx]
+    return ctx
+
+
+def _fresh(arr: NDArray) -> NDArray:
+    """``arr`` with MXNet's per-array ``_fresh_grad`` flag cleared."""
+    arr._fresh_grad = False
+    return arr
+
+
+def _mark_variables(data: list[NDArray], grads: list[NDArray] | None, req: str) -> None:
+    """Attach each gradient array to its data array (MXNet's ``autograd.mark_variables``)."""
+    for i, arr in enumerate(data):
+        arr._grad = None if grads is None else grads[i]
+        arr._grad_req = 'null' if grads is None else req
+
+
+def _dtype_str(arr: NDArray) -> str:
+    """``str(arr.dtype)`` as MXNet prints it (``bfloat16`` has no numpy type)."""
+    name = dtype_name(arr._t.dtype)
+    return name if name == 'bfloat16' else str(arr.dtype)
+
+
+class Parameter:
+    """A container holding a parameter (weight) of Blocks, one copy per context.
+
+    Parameters
+    ----------
+    name : str
+        Name of this parameter.
+    grad_req : {'write', 'add', 'null'}, default 'write'
+        How gradients are written to the gradient arrays; 'null' allocates none.
+    shape : int or tuple of int, default None
+        Shape of this parameter; 0 marks an unknown dimension.
+    dtype : numpy.dtype or str, default 'float32'
+        Data type of this parameter.
+    lr_mult, wd_mult : float, default 1.0
+        Learning rate and weight decay multipliers.
+    init : Initializer, default None
+        Initializer of this parameter; the global initializer is used when None.
+    allow_deferred_init : bool, default False
+        Defer initialization while the shape is unknown.
+    differentiable : bool, default True
+        False forces ``grad_req='null'``.
+    stype, grad_stype : {'default'}, default 'default'
+        Storage types; symgraph supports only dense ('default') storage.
+
+    Examples
+    --------
+    >>> import symgraph as mx
+    >>> b = mx.gluon.Parameter('fc_bias', shape=(2,), init=mx.init.Zero())
+    >>> b.data()
+    Traceback (most recent call last):
+    ...
+    RuntimeError: Parameter 'fc_bias' has not been initialized. Note that you should \
+initialize parameters and create Trainer with Block.collect_params() instead of Block.params \
+because the later does not include Parameters of nested child Blocks
+    >>> b.initialize()
+    >>> b.data().asnumpy(), b.grad().asnumpy()
+    (array([0., 0.], dtype=float32), array([0., 0.], dtype=float32))
+    >>> b.shape = (3,)
+    Traceback (most recent call last):
+    ...
+    AssertionError: Expected shape (3,) is incompatible with given shape (2,).
+    """
+
+    def __init__(self, name: str, grad_req: str = 'write', shape=None, dtype=mx_real_t,
+                 lr_mult: float = 1.0, wd_mult: float = 1.0, init=None,
+                 allow_deferred_init: bool = False, differentiable: bool = True,
+                 stype: str = 'default', grad_stype: str = 'default'):
+        _check_stype(name, stype, grad_stype)
+        self._var = None
+        self._data: list[NDArray] | None = None
+        self._grad: list[NDArray] | None = None
+        self._ctx_list: list[Context] | None = None
+        self._ctx_map: list[list] | None = None
+        self._trainer = None
+        self._deferred_init: tuple = ()
+        self._differentiable = differentiable
+        self._allow_deferred_init = allow_deferred_init
+        self._grad_req = None
+        self._shape = (shape,) if isinstance(shape, int) else shape
+        self.name = name
+        self._dtype = dtype
+        self.lr_mult = lr_mult
+        self.wd_mult = wd_mult
+        self.grad_req = grad_req
+        self.init = init
+        self._grad_stype = grad_stype
+        self._stype = stype
+
+    def __repr__(self) -> str:
+        return f'Parameter {self.name} (shape={self.shape}, dtype={self.dtype})'
+
+    # ----------------------------------------------------------------- attributes
+    @property
+    def grad_req(self) -> str:
+        """'write', 'add' or 'null'; 'null' drops the gradient arrays, others allocate zeros."""
+        return self._grad_req
+
+    @grad_req.setter
+    def grad_req(self, req: str) -> None:
+        if req not in ['write', 'add', 'null']:
+            raise AssertionError(
+                f"grad_req must be one of 'write', 'add', or 'null', but got '{req}'")
+        if not self._differentiable:
+            req = 'null'
+        if self._grad_req == req:
+            return
+        self._grad_req = req
+        if req == 'null' and self._grad is not None:
+            self._grad = None
+            # MXNet detaches: new handles on the same memory, without gradients
+            self._data = [_fresh(NDArray(arr._t)) for arr in self._data]
+            _mark_variables(self._data, None, req)
+        elif self._data is not None:
+            self._init_grad()
+
+    @property
+    def dtype(self):
+        """The data type; setting it casts the data and gradients (:meth:`cast`)."""
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, dtype) -> None:
+        self.cast(dtype)
+
+    @property
+    def shape(self):
+        """The shape; 0 marks an unknown dimension (legacy MXNet shapes)."""
+        return self._shape
+
+    @shape.setter
+    def shape(self, new_shape) -> None:
+        if self._shape is None:
+            self._shape = new_shape
+            return
+        if len(self._shape) != len(new_shape) or \
+                not all(j in (-1, 0, i) for i, j in zip(new_shape, self._shape)):
+            raise AssertionError(
+                f"Expected shape {new_shape} is incompatible with given shape {self._shape}.")
+        self._shape = new_shape
+
+    def _set_trainer(self, trainer) -> None:
+        """Set the trainer this parameter is associated with."""
+        self._trainer = trainer
+
+    # ----------------------------------------------------------------- access
+    def _check_and_get(self, arr_list, ctx):
+        """The array on ``ctx`` (all of them for ``ctx is list``), or MXNet's error."""
+        if arr_list is not None:
+            if ctx is list:
+                return arr_list
+            if ctx is None:
+                if len(arr_list) == 1:
+                    return arr_list[0]
+                ctx = current_context()
+            ctx_list = self._ctx_map[ctx.device_typeid & 1]
+            if ctx.device_id < len(ctx_list) and ctx_list[ctx.device_id] is not None:
+                return arr_list[ctx_list[ctx.device_id]]
+            raise RuntimeError(
+                f"Parameter '{self.name}' was not initialized on context {ctx}. "
+                f"It was only initialized on {self._ctx_list}.")
+        if self._deferred_init:
+            raise DeferredInitializationError(
+                f"Parameter '{self.name}' has not been initialized yet because initialization "
+                "was deferred. Actual initialization happens during the first forward pass. "
+                "Please pass one batch of data through the network before accessing "
+                "Parameters. You can also avoid deferred initialization by specifying "
+                "in_units, num_features, etc., for network layers.")
+        raise RuntimeError(
+            f"Parameter '{self.name}' has not been initialized. Note that you should "
+            "initialize parameters and create Trainer with Block.collect_params() instead of "
+            "Block.params because the later does not include Parameters of nested child Blocks")
+
+    def data(self, ctx: Context | None = None) -> NDArray:
+        """This parameter's array on ``ctx`` (the only one, or the current context's)."""
+        return self._check_and_get(self._data, ctx)
+
+    def list_data(self) -> list[NDArray]:
+        """The arrays on all contexts, in the order of :meth:`list_ctx`."""
+        return self._check_and_get(self._data, list)
+
+    def _check_grad(self) -> None:
+        if self._data is not None and self._grad is None:
+            raise RuntimeError(f"Cannot get gradient array for Parameter '{self.name}' "
+                               "because grad_req='null'")
+
+    def grad(self, ctx: Context | None = None) -> NDArray:
+        """The gradient array on ``ctx``."""
+        self._check_grad()
+        return self._check_and_get(self._grad, ctx)
+
+    def list_grad(self) -> list[NDArray]:
+        """The gradient arrays on all contexts, in the order of :meth:`list_ctx`."""
+        self._check_grad()
+        return self._check_and_get(self._grad, list)
+
+    def list_ctx(self) -> list[Context]:
+        """The contexts this parameter is (or, deferred, will be) initialized on."""
+        if self._data is None:
+            if self._deferred_init:
+                return self._deferred_init[1]
+            raise RuntimeError(f"Parameter '{self.name}' has not been initialized")
+        return self._ctx_list
+
+    # ----------------------------------------------------------------- initialization
+    def initialize(self, init=None, ctx=None, default_init=_DEFAULT_INIT,
+                   force_reinit: bool = False) -> None:
+        """Initialize data and gradient arrays on ``ctx`` (a Context or a list).
+
+        The initializer is ``init``, else ``self.init``, else ``default_init``; it is called
+        as ``default_init(InitDesc(name, {'__init__': init}), arr)``, so the chosen one's
+        ``_init_weight`` runs whatever the name. Initialization is deferred while the shape
+        is unknown and ``allow_deferred_init`` is set; otherwise that raises ``ValueError``.
+        An initialized parameter warns and is left alone unless ``force_reinit``.
+        """
+        if self._data is not None and not force_reinit:
+            warnings.warn(f"Parameter '{self.name}' is already initialized, ignoring. "
+                          "Set force_reinit=True to re-initialize.", stacklevel=2)
+            return
+        self._data = self._grad = None
+        ctx = _as_ctx_list(ctx)
+        if init is None:
+            init = default_init if self.init is None else self.init
+        if not shape_is_known(self.shape):
+            if self._allow_deferred_init:
+                self._deferred_init = (init, ctx, default_init, None)
+                return
+            raise ValueError(f"Cannot initialize Parameter '{self.name}' because it has "
+                             f"invalid shape: {self.shape}.")
+        self._deferred_init = (init, ctx, default_init, None)
+        self._finish_deferred_init()
+
+    def _finish_deferred_init(self) -> None:
+        """Run the deferred initialization (the shape must be known by now)."""
+        if not self._deferred_init:
+            return
+        init, ctx, default_init, data = self._deferred_init
+        self._deferred_init = ()
+        if not shape_is_known(self.shape):
+            raise AssertionError(
+                f"Cannot initialize Parameter '{self.name}' because it has invalid shape: "
+                f"{self.shape}. Please specify in_units, in_channels, etc for `Block`s.")
+        if data is None:
+            data = _nd_zeros(self.shape, ctx=cpu(), dtype=self.dtype)
+            initializer.create(default_init)(
+                initializer.InitDesc(self.name, {'__init__': init}), data)
+        self._init_impl(data, ctx)
+
+    def _init_impl(self, data: NDArray, ctx_list: list[Context]) -> None:
+        """Copy ``data`` to every context and allocate gradients."""
+        self._ctx_list = list(ctx_list)
+        self._ctx_map = [[], []]
+        for i, ctx in enumerate(self._ctx_list):
+            dev_list = self._ctx_map[ctx.device_typeid & 1]
+            while len(dev_list) <= ctx.device_id:
+                dev_list.append(None)
+            dev_list[ctx.device_id] = i
+        if not isinstance(data, NDArray):
+            data = _nd_array(data, ctx=cpu(), dtype=self.dtype)
+        self._data = [_fresh(data.copyto(ctx)) for ctx in self._ctx_list]
+        self._init_grad()
+
+    def _init_grad(self) -> None:
+        """Allocate zero gradient arrays (none for grad_req 'null')."""
+        if self.grad_req == 'null':
+            self._grad = None
+            _mark_variables(self._data, None, 'null')
+            return
+        self._grad = [NDArray(arr._t.new_zeros(arr._t.shape)) for arr in self._data]
+        _mark_variables(self._data, self._grad, self.grad_req)
+
+    def _load_init(self, data: NDArray, ctx, cast_dtype: bool = False,
+                   dtype_source: str = 'current') -> None:
+        """(Re)initialize from loaded ``data`` on ``ctx``, checking shape and dtype."""
+        if cast_dtype:
+            assert dtype_source in ['current', 'saved']
+        if self.shape:
+            for self_dim, data_dim in zip(self.shape, data.shape):
+                if self_dim not in (0, data_dim):
+                    raise AssertionError(
+                        f"Failed loading Parameter '{self.name}' from saved params: shape "
+                        f"incompatible expected {self.shape} vs saved {data.shape}")
+            self.shape = tuple(i if i != 0 else j for i, j in zip(self.shape, data.shape))
+        if self.dtype:
+            data = self._load_dtype(data, cast_dtype, dtype_source)
+        if isinstance(ctx, Context):
+            ctx = [ctx]
+        if self._data is None:
+            if self._deferred_init:
+                if ctx is not None and set(ctx) != set(self._deferred_init[1]):
+                    raise AssertionError(
+                        f"Failed to load Parameter '{self.name}' on {ctx} because it was "
+                        f"previous initialized on {self.list_ctx()}.")
+                ctx = self._deferred_init[1]
+            elif ctx is None:
+                ctx = [cpu()]
+            self._init_impl(data, ctx)
+        else:
+            if ctx is not None and set(ctx) != set(self.list_ctx()):
+                raise AssertionError(
+                    f"Failed to load Parameter '{self.name}' on {ctx} because it was "
+                    f"previous initialized on {self.list_ctx()}.")
+            self.set_data(data)
+        self._deferred_init = ()
+
+    def _load_dtype(self, data: NDArray, cast_dtype: bool, dtype_source: str) -> NDArray:
+        """``data`` checked against (or cast to, or setting) this parameter's dtype."""
+        same = dtype_name(self.dtype) == dtype_name(data._t.dtype)
+        if cast_dtype and not same:
+            if dtype_source == 'current':
+                return data.astype(self.dtype, copy=False)
+            self.dtype = data.dtype
+            return data
+        if not same:
+            raise AssertionError(
+                f"Failed loading Parameter '{self.name}' from saved params: dtype incompatible "
+                f"expected {self.dtype} vs saved {_dtype_str(data)}. "
+                "Set cast_dtype=True to cast the dtype of saved params.")
+        return data
+
+    # ----------------------------------------------------------------- changing values
+    def _reduce(self) -> NDArray:
+        """The mean of the copies on all contexts, on ``cpu()``."""
+        block = self.list_data()
+        if len(block) == 1:
+            return self.data().copyto(cpu())
+        total = block[0].copyto(cpu())
+        for arr in block[1:]:
+            total = total + arr.copyto(cpu())
+        return total / len(block)
+
+    def reset_ctx(self, ctx) -> None:
+        """Move the parameter to ``ctx`` (a Context or list), keeping the mean value."""
+        ctx = _as_ctx_list(ctx)
+        if self._data:
+            self._init_impl(self._reduce(), ctx)
+        elif self._deferred_init:
+            init, _, default_init, data = self._deferred_init
+            self._deferred_init = (init, ctx, default_init, data)
+        else:
+            raise ValueError(f"Cannot reset context for Parameter '{self.name}' because it "
+                             "has not been initialized.")
+
+    def set_data(self, data) -> None:
+        """Set the value on all contexts (kept for later while initialization is deferred)."""
+        self.shape = data.shape
+        if self._data is None:
+            if not self._deferred_init:
+                raise AssertionError(
+                    f"Parameter '{self.name}' has not been initialized")
+            self._deferred_init = self._deferred_init[:3] + (data,)
+            return
+        trainer = self._trainer
+        # with update_on_kvstore, the kvstore's copy must be re-synced from the new value
+        if trainer is not None and getattr(trainer, '_kv_initialized', False) \
+                and getattr(trainer, '_update_on_kvstore', False) \
+                and self not in trainer._params_to_init:
+            trainer._reset_kvstore()
+        for arr in self._check_and_get(self._data, list):
+            arr[:] = data
+
+    def zero_grad(self) -> None:
+        """Set the gradient arrays to 0 (nothing without gradients)."""
+        if self._grad is None:
+            return
+        for g in self._grad:
+            g._t.zero_()
+
+    def cast(self, dtype) -> None:
+        """Cast data and gradients to ``dtype`` (new arrays)."""
+        self._dtype = dtype
+        if self._data is None:
+            return
+        self._data = [_fresh(arr.astype(dtype)) for arr in self._data]
+        if self._grad is None:
+            _mark_variables(self._data, None, 'null')
+            return
+        self._grad = [g.astype(dtype) for g in self._grad]
+        _mark_variables(self._data, self._grad, self.grad_req)
+
+    def var(self):
+        """A cached ``mx.sym.Variable`` carrying shape, dtype, lr_mult, wd_mult and init."""
+        if self._var is None:
+            self._var = _sym_var(self.name, shape=self.shape, dtype=self.dtype,
+                                 lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
+                                 stype=self._stype)
+        return self._var
+
+
+class Constant(Parameter):
+    """A parameter with a fixed value, ignored by autograd and Trainer (``set_data`` works).
+
+    Its ``init`` is the name of an initializer registered for this constant
+    (``'Constant_<name>_<id>'``) that copies ``value``, as MXNet.
+
+    >>> import symgraph as mx
+    >>> c = mx.gluon.Constant('const', [[1, 2], [3, 4]])
+    >>> c, c.grad_req
+    (Constant const (shape=(2, 2), dtype=<class 'numpy.float32'>), 'null')
+    >>> c.initialize()
+    >>> c.data().asnumpy()
+    array([[1., 2.],
+           [3., 4.]], dtype=float32)
+    """
+
+    def __init__(self, name: str, value):
+        if not isinstance(value, NDArray):
+            value = _nd_array(value)
+        self.value = value
+
+        class Init(initializer.Initializer):
+            def _init_weight(self, _, arr):
+                value.copyto(arr)
+
+        init_name = f'Constant_{name}_{id(self)}'
+        initializer.alias(init_name)(Init)
+        super().__init__(name, grad_req='null', shape=value.shape, dtype=value.dtype,
+                         init=init_name)
+
+    def __repr__(self) -> str:
+        return f'Constant {self.name} (shape={self.shape}, dtype={self.dtype})'
+
+    @property
+    def grad_req(self) -> str:
+        return 'null'
+
+    @grad_req.setter
+    def grad_req(self, req: str) -> None:
+        if req != 'null':
+            warnings.warn(f'Constant parameter "{self.name}" does not support grad_req other '
+                          f'than "null", and new value "{req}" is ignored.', stacklevel=2)
+
+
+def _merge_shape(wanted, stored):
+    """``wanted`` merged with ``stored`` (0 = unknown), or None when a dim conflicts."""
+    merged = []
+    for dim1, dim2 in zip(wanted, stored):
+        if dim1 != dim2 and dim1 > 0 and dim2 > 0:
+            return None
+        merged.append(dim2 if dim1 in (0, -1) else dim1)
+    return tuple(merged)
+
+
+def _match_attr(param: Parameter, name: str, key: str, value) -> None:
+    """Check (or merge, or set) one attribute ``ParameterDict.get`` was given."""
+    existing = getattr(param, key, None)
+    if existing is None:
+        setattr(param, key, value)
+        return
+    if key == 'shape' and value is not None:
+        value = (value,) if isinstance(value, int) else value
+        if len(value) == len(existing):
+            merged = _merge_shape(value, existing)
+            if merged is not None:
+                param._shape = merged
+                return
+    elif key == 'dtype' and np.dtype(value) == np.dtype(existing):
+        return
+    if value is not None and value != existing:
+        raise AssertionError(
+            f"Cannot retrieve Parameter '{name}' because desired attribute does not match with "
+            f"stored for attribute '{key}': desired '{value}' vs stored '{existing}'.")
+
+
+class ParameterDict:
+    """An ordered dictionary of Parameters whose ``get`` creates names from ``prefix``.
+
+    Parameters
+    ----------
+    prefix : str, default ''
+        Prepended to the names of Parameters created by :meth:`get`.
+    shared : ParameterDict or None
+        Looked up by :meth:`get` before creating a Parameter (parameter sharing).
+
+    Examples
+    --------
+    >>> import symgraph as mx
+    >>> params = mx.gluon.ParameterDict('net_')
+    >>> w = params.get('weight', shape=(0, 3), allow_deferred_init=True)
+    >>> params.get('weight', shape=(2, 0)) is w, w.shape
+    (True, (2, 3))
+    >>> params
+    net_ (
+      Parameter net_weight (shape=(2, 3), dtype=<class 'numpy.float32'>)
+    )
+    >>> params.get('weight', shape=(4, 3))
+    Traceback (most recent call last):
+    ...
+    AssertionError: Cannot retrieve Parameter 'net_weight' because desired attribute does \
+not match with stored for attribute 'shape': desired '(4, 3)' vs stored '(2, 3)'.
+    """
+
+    def __init__(self, prefix: str = '', shared: ParameterDict | None = None):
+        self._prefix = prefix
+        self._params: OrderedDict[str, Parameter] = OrderedDict()
+        self._shared = shared
+
+    def __repr__(self) -> str:
+        name = self._prefix + ' ' if self._prefix else ''
+        content = '\n'.join([_indent(f'  {v}', 2) for v in self.values()])
+        return f'{name}(\n{content}\n)'
+
+    def __getitem__(self, key: str) -> Parameter:
+        return self._params[key]
+
+    def __iter__(self):
+        return iter(self._params)
+
+    def __len__(self) -> int:
+        return len(self._params)
+
+    def __contains__(self, key) -> bool:
+        return key in self._params
+
+    def items(self):
+        return self._params.items()
+
+    def keys(self):
+        return self._params.keys()
+
+    def values(self):
+        return self._params.values()
+
+    @property
+    def prefix(self) -> str:
+        """Prepended to the names of Parameters created by :meth:`get`."""
+        return self._prefix
+
+    def _get_impl(self, name: str) -> Parameter | None:
+        if name in self._params:
+            return self._params[name]
+        if self._shared is not None and name in self._shared._params:
+            self._params[name] = self._shared._params[name]
+            return self._shared._params[name]
+        return None
+
+    def get(self, name: str, **kwargs) -> Parameter:
+        """The Parameter ``prefix + name``: existing, shared, or created with ``kwargs``.
+
+        An existing one must agree with ``kwargs`` (unknown shape dims are merged;
+        attributes it does not have or has as None are set).
+        """
+        name = self.prefix + name
+        param = self._get_impl(name)
+        if param is None:
+            param = Parameter(name, **kwargs)
+            self._params[name] = param
+            return param
+        for key, value in kwargs.items():
+            _match_attr(param, name, key, value)
+        return param
+
+    def get_constant(self, name: str, value=None) -> Constant:
+        """The Constant ``prefix + name``: existing (whose value must equal ``value``),
+        shared, or created from ``value``."""
+        name = self.prefix + name
+        param = self._get_impl(name)
+        if param is None:
+            if value is None:
+                raise KeyError(f"No constant named '{name}'. Please specify value if you want "
+                               "to create a new constant.")
+            param = Constant(name, value)
+            self._params[name] = param
+        elif value is not None:
+            if not isinstance(param, Constant):
+                raise AssertionError(
+                    f"Parameter '{name}' already exists but it is not a constant.")
+            value = value.asnumpy() if isinstance(value, NDArray) else np.asarray(value)
+            if param.shape != value.shape or not (param.value.asnumpy() == value).all():
+                raise AssertionError(
+                    f"Constant '{name}' already exists but it's value doesn't match new value")
+        return param
+
+    def update(self, other: ParameterDict) -> None:
+        """Copy all Parameters of ``other`` into this dict (same names must be the same)."""
+        for k, v in other.items():
+            if k in self._params:
+                if self._params[k] is not v:
+                    raise AssertionError(
+                        "Cannot update self with other because they "
+                        f"have different Parameters with the same name '{k}'")
+        for k, v in other.items():
+            self._params[k] = v
+
+    def initialize(self, init=_DEFAULT_INIT, ctx=None, verbose: bool = False,
+                   force_reinit: bool = False) -> None:
+        """Initialize every Parameter; ``init`` is the default where ``param.init`` is None."""
+        if verbose:
+            init.set_verbosity(verbose=verbose)
+        for v in self.values():
+            v.initialize(None, ctx, init, force_reinit=force_reinit)
+
+    def zero_grad(self) -> None:
+        """Set every gradient array to 0."""
+        for p in self.values():
+            if p.grad_req != 'null' and p._grad is not None:
+                p.zero_grad()
+
+    def reset_ctx(self, ctx) -> None:
+        """Move every Parameter to ``ctx`` (a Context or list)."""
+        for p in self.values():
+            p.reset_ctx(ctx)
+
+    def list_ctx(self) -> list[Context]:
+        """All contexts the Parameters are initialized on (unordered, as MXNet)."""
+        s: set = set()
+        for p in self.values():
+            s.update(p.list_ctx())
+        return list(s)
+
+    def setattr(self, name: str, value) -> None:
+        """Set attribute ``name`` to ``value`` on every Parameter (e.g. ``grad_req``)."""
+        for p in self.values():
+            setattr(p, name, value)
+
+    def save(self, filename: str, strip_prefix: str = '') -> None:
+        """Save the (context-averaged) values to an MXNet ``.params`` file."""
+        arg_dict = {}
+        for param in self.values():
+            weight = param._reduce()
+            if not param.name.startswith(strip_prefix):
+                raise ValueError(
+                    f"Prefix '{strip_prefix}' is to be striped before saving, but Parameter's "
+                    f"name '{param.name}' does not start with '{strip_prefix}'. this may be due "
+                    "to your Block shares parameters from other Blocks or you forgot to use "
+                    "'with name_scope()' when creating child blocks. For more info on naming, "
+                    f"please see {_NAMING_URL}")
+            arg_dict[param.name[len(strip_prefix):]] = weight
+        _nd_save(filename, arg_dict)
+
+    def load(self, filename: str, ctx=None, allow_missing: bool = False,
+             ignore_extra: bool = False, restore_prefix: str = '', cast_dtype: bool = False,
+             dtype_source: str = 'current') -> None:
+        """Load values from a ``.params`` file (names get ``restore_prefix`` prepended)."""
+        if restore_prefix:
+            for name in self.keys():
+                if not name.startswith(restore_prefix):
+                    raise AssertionError(
+                        f"restore_prefix is '{restore_prefix}' but Parameters name '{name}' does "
+                        f"not start with '{restore_prefix}'. For more info on naming, please see "
+                        f"{_NAMING_URL}")
+        self.load_dict(_nd_load(filename), ctx, allow_missing, ignore_extra, restore_prefix,
+                       filename, cast_dtype, dtype_source)
+
+    def load_dict(self, param_dict, ctx=None, allow_missing: bool = False,
+                  ignore_extra: bool = False, restore_prefix: str = '', filename=None,
+                  cast_dtype: bool = False, dtype_source: str = 'current') -> None:
+        """Load values from a dict of arrays (``arg:``/``aux:`` name prefixes dropped)."""
+        lprefix = len(restore_prefix)
+        loaded = [(k[4:] if k.startswith(('arg:', 'aux:')) else k, v)
+                  for k, v in param_dict.items()] if isinstance(param_dict, dict) else param_dict
+        arg_dict = {restore_prefix + k: v for k, v in loaded}
+        source = f"file: {filename}" if filename else "param_dict"
+        if not allow_missing:
+            for name in self.keys():
+                if name not in arg_dict:
+                    raise AssertionError(
+                        f"Parameter '{name[lprefix:]}' is missing in {source}, which contains "
+                        f"parameters: {_brief_print_list(arg_dict.keys())}. Please make sure "
+                        "source and target networks have the same prefix.For more info on "
+                        f"naming, please see {_NAMING_URL}")
+        for name in arg_dict:
+            if name not in self._params:
+                if not ignore_extra:
+                    raise AssertionError(
+                        f"Parameter '{name[lprefix:]}' loaded from {source} is not present in "
+                        f"ParameterDict, choices are: {_brief_print_list(self._params.keys())}. "
+                        "Set ignore_extra to True to ignore. Please make sure source and target "
+                        "networks have the same prefix.For more info on naming, please see "
+                        f"{_NAMING_URL}")
+                continue
+            self[name]._load_init(arg_dict[name], ctx, cast_dtype=cast_dtype,
+                                  dtype_source=dtype_source)
