@@ -101,21 +101,36 @@ def test_sparse_storage_is_refused(stype, grad_stype):
         mx.gluon.Parameter("w", shape=(2, 2), stype=stype, grad_stype=grad_stype)
 
 
-def test_data_arrays_carry_fresh_grad_and_gradient():
+def test_data_arrays_are_autograd_variables():
     p = mx.gluon.Parameter("w", shape=(2,), init=mx.init.One())
     p.initialize(ctx=[mx.cpu(0), mx.cpu(1)])
-    for arr, grad in zip(p.list_data(), p.list_grad()):
+    for arr, grad, ctx in zip(p.list_data(), p.list_grad(), p.list_ctx()):
         assert isinstance(arr, mx.nd.NDArray)
         assert arr._fresh_grad is False
-        assert arr._grad is grad and arr._grad_req == "write"
+        assert arr.grad is grad and arr._ag_req == "write"
+        assert arr.context == ctx and grad.context == ctx
     p.list_data()[0]._fresh_grad = True
     p.grad_req = "add"
-    assert [a._grad_req for a in p.list_data()] == ["add", "add"]
+    assert [a._ag_req for a in p.list_data()] == ["add", "add"]
     p.cast("float16")
-    assert all(a._fresh_grad is False and a._grad is g
-               for a, g in zip(p.list_data(), p.list_grad()))
+    assert all(a._fresh_grad is False and a.grad is g and a.context == c
+               for a, g, c in zip(p.list_data(), p.list_grad(), p.list_ctx()))
     p.grad_req = "null"
-    assert all(a._fresh_grad is False and a._grad is None for a in p.list_data())
+    assert all(a._fresh_grad is False and a.grad is None and a.context == c
+               for a, c in zip(p.list_data(), p.list_ctx()))
+
+
+def test_backward_writes_parameter_gradients():
+    p = mx.gluon.Parameter("w", shape=(3,), init=mx.init.Constant(2.0))
+    p.initialize(ctx=[mx.cpu(0), mx.cpu(1)])
+    with mx.autograd.record():
+        loss = (p.data(mx.cpu(1)) * p.data(mx.cpu(1))).sum()
+    loss.backward()
+    want = 2 * p.data(mx.cpu(1)).asnumpy()
+    np.testing.assert_allclose(p.grad(mx.cpu(1)).asnumpy(), want)
+    assert p.data(mx.cpu(1))._fresh_grad and not p.data(mx.cpu(0))._fresh_grad
+    np.testing.assert_array_equal(p.grad(mx.cpu(0)).asnumpy(),
+                                  np.zeros_like(want))
 
 
 def test_copies_per_context_are_independent():

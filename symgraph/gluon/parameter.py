@@ -5,9 +5,9 @@ context it was initialized on; ``cpu(0)`` and ``cpu(1)`` are distinct contexts w
 share the CPU device. Initialization is deferred while the shape has unknown (0) dims and
 ``allow_deferred_init`` is set; blocks call ``_finish_deferred_init`` once it is known.
 
-Each data array carries ``_fresh_grad`` (False until a backward writes its gradient), and
-``_grad``/``_grad_req``: the gradient array autograd writes into and how (MXNet's
-``autograd.mark_variables``). Only dense storage is supported.
+Data arrays are marked as autograd variables with their gradient arrays
+(``autograd.mark_variables``), and carry ``_fresh_grad`` (set by a backward, cleared by
+Trainer). Only dense storage is supported.
 
 >>> import symgraph as mx
 >>> w = mx.gluon.Parameter('fc_weight', shape=(2, 3), init=mx.init.One())
@@ -30,7 +30,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import initializer
+from .. import autograd, initializer
 from ..base import MXNetError, dtype_name
 from ..context import Context, cpu, current_context
 from ..ndarray import NDArray
@@ -82,17 +82,17 @@ def _as_ctx_list(ctx) -> list[Context]:
     return ctx
 
 
-def _fresh(arr: NDArray) -> NDArray:
-    """``arr`` with MXNet's per-array ``_fresh_grad`` flag cleared."""
+def _fresh(arr: NDArray, like: NDArray | None = None) -> NDArray:
+    """``arr`` with ``_fresh_grad`` cleared, labelled with ``like``'s context if given."""
     arr._fresh_grad = False
+    if like is not None:
+        arr._ctx = like.context
     return arr
 
 
-def _mark_variables(data: list[NDArray], grads: list[NDArray] | None, req: str) -> None:
-    """Attach each gradient array to its data array (MXNet's ``autograd.mark_variables``)."""
-    for i, arr in enumerate(data):
-        arr._grad = None if grads is None else grads[i]
-        arr._grad_req = 'null' if grads is None else req
+def _zeros_like(arr: NDArray) -> NDArray:
+    """A zero array with ``arr``'s shape, dtype and context (cpu(1) included)."""
+    return _fresh(NDArray(arr._t.new_zeros(arr._t.shape)), arr)
 
 
 def _dtype_str(arr: NDArray) -> str:
@@ -190,9 +190,8 @@ because the later does not include Parameters of nested child Blocks
         self._grad_req = req
         if req == 'null' and self._grad is not None:
             self._grad = None
-            # MXNet detaches: new handles on the same memory, without gradients
-            self._data = [_fresh(NDArray(arr._t)) for arr in self._data]
-            _mark_variables(self._data, None, req)
+            # as MXNet: new handles on the same memory, no longer autograd variables
+            self._data = [_fresh(arr.detach(), arr) for arr in self._data]
         elif self._data is not None:
             self._init_grad()
 
@@ -322,11 +321,12 @@ because the later does not include Parameters of nested child Blocks
             raise AssertionError(
                 f"Cannot initialize Parameter '{self.name}' because it has invalid shape: "
                 f"{self.shape}. Please specify in_units, in_channels, etc for `Block`s.")
-        if data is None:
-            data = _nd_zeros(self.shape, ctx=cpu(), dtype=self.dtype)
-            initializer.create(default_init)(
-                initializer.InitDesc(self.name, {'__init__': init}), data)
-        self._init_impl(data, ctx)
+        with autograd.pause():
+            if data is None:
+                data = _nd_zeros(self.shape, ctx=cpu(), dtype=self.dtype)
+                initializer.create(default_init)(
+                    initializer.InitDesc(self.name, {'__init__': init}), data)
+            self._init_impl(data, ctx)
 
     def _init_impl(self, data: NDArray, ctx_list: list[Context]) -> None:
         """Copy ``data`` to every context and allocate gradients."""
@@ -346,10 +346,9 @@ because the later does not include Parameters of nested child Blocks
         """Allocate zero gradient arrays (none for grad_req 'null')."""
         if self.grad_req == 'null':
             self._grad = None
-            _mark_variables(self._data, None, 'null')
             return
-        self._grad = [NDArray(arr._t.new_zeros(arr._t.shape)) for arr in self._data]
-        _mark_variables(self._data, self._grad, self.grad_req)
+        self._grad = [_zeros_like(arr) for arr in self._data]
+        autograd.mark_variables(self._data, self._grad, self.grad_req)
 
     def _load_init(self, data: NDArray, ctx, cast_dtype: bool = False,
                    dtype_source: str = 'current') -> None:
@@ -415,7 +414,9 @@ because the later does not include Parameters of nested child Blocks
         """Move the parameter to ``ctx`` (a Context or list), keeping the mean value."""
         ctx = _as_ctx_list(ctx)
         if self._data:
-            self._init_impl(self._reduce(), ctx)
+            data = self._reduce()
+            with autograd.pause():
+                self._init_impl(data, ctx)
         elif self._deferred_init:
             init, _, default_init, data = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)
@@ -453,12 +454,12 @@ because the later does not include Parameters of nested child Blocks
         self._dtype = dtype
         if self._data is None:
             return
-        self._data = [_fresh(arr.astype(dtype)) for arr in self._data]
-        if self._grad is None:
-            _mark_variables(self._data, None, 'null')
-            return
-        self._grad = [g.astype(dtype) for g in self._grad]
-        _mark_variables(self._data, self._grad, self.grad_req)
+        with autograd.pause():
+            self._data = [_fresh(arr.astype(dtype), arr) for arr in self._data]
+            if self._grad is None:
+                return
+            self._grad = [_fresh(g.astype(dtype), g) for g in self._grad]
+            autograd.mark_variables(self._data, self._grad, self.grad_req)
 
     def var(self):
         """A cached ``mx.sym.Variable`` carrying shape, dtype, lr_mult, wd_mult and init."""

@@ -74,9 +74,13 @@ of data.
     sizes = [0] + extras * [n_each + 1] + (num_slice - extras) * [n_each]
     points = np.cumsum(sizes).tolist()
     if batch_axis == 0:
-        return [data[points[i]:points[i + 1]] for i in range(num_slice)]
-    return [NDArray(data._t.narrow(batch_axis, points[i], points[i + 1] - points[i]).clone())
-            for i in range(num_slice)]
+        slices = [data[points[i]:points[i + 1]] for i in range(num_slice)]
+    else:
+        slices = [NDArray(data._t.narrow(batch_axis, points[i], points[i + 1] - points[i])
+                          .clone()) for i in range(num_slice)]
+    for piece in slices:
+        piece._ctx = data.context
+    return slices
 
 
 def split_and_load(data, ctx_list: list[Context], batch_axis: int = 0,
@@ -116,6 +120,7 @@ def clip_global_norm(arrays: list[NDArray], max_norm: float, check_isfinite: boo
     squares = [(a._t.reshape(-1) * a._t.reshape(-1)).sum().to(first.device) for a in arrays]
     total = torch.stack(squares).sum().sqrt().reshape(1)
     total_norm = NDArray(total)
+    total_norm._ctx = arrays[0].context
     if check_isfinite and not np.isfinite(total_norm.asscalar()):
         warnings.warn(UserWarning('nan or inf is detected. Clipping results will be undefined.'),
                       stacklevel=2)
