@@ -256,6 +256,18 @@ because the later does not include Parameters of nested child Blocks
         """This parameter's array on ``ctx`` (the only one, or the current context's)."""
         return self._check_and_get(self._data, ctx)
 
+    def row_sparse_data(self, row_id: NDArray) -> NDArray:
+        """Rows of a 'row_sparse' parameter; symgraph's parameters are dense, so this raises."""
+        raise RuntimeError(f"Cannot return a copy of Parameter {self.name} via row_sparse_data() "
+                           f"because its storage type is {self._stype}. Please use data() "
+                           "instead.")
+
+    def list_row_sparse_data(self, row_id: NDArray) -> list[NDArray]:
+        """Rows of a 'row_sparse' parameter on all contexts; raises for dense parameters."""
+        raise RuntimeError(f"Cannot return copies of Parameter '{self.name}' on all contexts "
+                           f"via list_row_sparse_data() because its storage type is "
+                           f"{self._stype}. Please use data() instead.")
+
     def list_data(self) -> list[NDArray]:
         """The arrays on all contexts, in the order of :meth:`list_ctx`."""
         return self._check_and_get(self._data, list)
