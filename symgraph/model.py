@@ -71,10 +71,29 @@ def load_checkpoint(prefix: str, epoch: int):
 
 # ------------------------------------------------------------------ kvstore plumbing
 
-def _create_kvstore(kvstore, num_device: int, arg_params: dict):
-    """MXNet's rules: no store for one device unless distributed; huge params update locally."""
+def _create_sparse_kvstore(kvstore):
+    """MXNet's store for row_sparse weights: a ``KVStore`` (or a name), always updating on it."""
     from . import kvstore as kvs
-    update_on_kvstore = config.env_flag("MXNET_UPDATE_ON_KVSTORE", "1") != "0"
+    if isinstance(kvstore, kvs.KVStore):
+        kv = kvstore
+    elif isinstance(kvstore, str):
+        kv = kvs.create(kvstore)
+    else:
+        raise TypeError(f"Cannot create '{kvstore}' KVStore with row_sparse parameters. "
+                        "The type must be KVStore or str.")
+    if not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
+        raise AssertionError("KVStore with sparse weight requires optimizer support. "
+                             "However, type(kv) does not support optimizer. "
+                             "Please consider other kvstore backends (e.g. dist_device) "
+                             "instead.")
+    return kv, True
+
+
+def _create_kvstore(kvstore, num_device: int, arg_params: dict):
+    """MXNet's rules: no store for one device unless distributed; huge params update locally;
+    ``MXNET_UPDATE_ON_KVSTORE`` (an integer) and the store's optimizer capability decide."""
+    from . import kvstore as kvs
+    update_on_kvstore = bool(int(config.env_flag("MXNET_UPDATE_ON_KVSTORE", "1")))
     if kvstore is None:
         kv = None
     elif isinstance(kvstore, kvs.KVStoreBase):
@@ -92,6 +111,8 @@ def _create_kvstore(kvstore, num_device: int, arg_params: dict):
         raise TypeError("kvstore must be KVStore, str or None")
     if kv is None:
         update_on_kvstore = False
+    else:
+        update_on_kvstore &= kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
     return kv, update_on_kvstore
 
 

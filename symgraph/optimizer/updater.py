@@ -271,7 +271,10 @@ def _nd_leaves(state) -> list:
 
 
 def _device_id(weight: NDArray) -> int:
-    """``weight.context.device_id`` without building the Context."""
+    """``weight.context.device_id`` without building the Context (cpu(1) arrays say 1)."""
+    ctx = weight._ctx
+    if ctx is not None:
+        return ctx.device_id
     t = weight._t
     return (t.device.index or 0) if t.is_cuda else 0
 
