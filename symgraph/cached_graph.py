@@ -67,7 +67,7 @@ class CachedGraph:
         slot = self._slot(inputs, needs, ctx, params)
         exe = slot.exe
         for name, x in zip(self.input_names, inputs):
-            exe.arg_dict[name]._t.copy_(x._t)
+            exe._feed(name, x._t)
         exe.forward(is_train=autograd.is_training())
         clone = exe._ctx.device_type != "cpu"  # CUDA-graph replays rewrite their outputs
         outs = [NDArray(o._t.clone() if clone else o._t) for o in exe.outputs]

@@ -154,6 +154,17 @@ class Executor:
         self._forwarded = True
         return self.outputs
 
+    def _feed(self, name: str, tensor: torch.Tensor) -> None:
+        """Argument ``name`` reads ``tensor`` in the next forward: on the CPU referenced, not
+        copied, as MXNet's CachedOp references its inputs; on a GPU copied (CUDA graphs keep
+        the argument's address). Shapes and dtypes must match."""
+        arr = self.arg_dict[name]
+        if self._ctx.device_type != "cpu":
+            arr._t.copy_(tensor)
+        else:
+            arr._t = tensor
+            self._values[self._plan.var_slot[name]] = tensor
+
     def _check_in(self, name: str, value) -> tuple:
         if name not in self.arg_dict:
             raise BindError(f"forward: unknown argument {name!r}; arguments are {self._arg_names}")

@@ -1,0 +1,112 @@
+"""Gluon training throughput (samples/s): the MLP of ``bench_module`` trained through
+``gluon.Trainer`` in MXNet's usual loop, against ``Module.fit`` on the same machine in the
+same run (the issue's target: gluon >= 0.95x Module — the imperative layer adds no real
+overhead), and MXNet 1.9.1's gluon loop when its virtualenv is given.
+
+The loop: ``with autograd.record(): loss = loss_fn(net(x), y)``, ``loss.backward()``,
+``trainer.step(batch)``, an accuracy metric update; a HybridSequential of Dense(512, relu),
+Dense(512, relu), Dense(10), SoftmaxCrossEntropyLoss, SGD with momentum; synthetic data held
+in memory, batch 128.
+
+    PYTHONPATH=. python benchmarks/bench_gluon.py [--batches 40] [--rounds 3]
+        [--json benchmarks/results/gluon_cpu.json] [--mxnet-python /path/to/venv/bin/python]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import subprocess
+import time
+
+import numpy as np
+
+BATCH, SHAPE = 128, (784,)
+
+
+def gluon_rate(mx, batches: int) -> float:
+    """Samples/s of the gluon loop over ``batches`` batches (after a warm-up epoch)."""
+    rng = np.random.RandomState(0)
+    x = rng.uniform(0, 1, (batches * BATCH,) + SHAPE).astype(np.float32)
+    y = rng.randint(0, 10, batches * BATCH).astype(np.float32)
+    it = mx.io.NDArrayIter(x, y, batch_size=BATCH)
+    net = mx.gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(mx.gluon.nn.Dense(512, activation="relu"),
+                mx.gluon.nn.Dense(512, activation="relu"), mx.gluon.nn.Dense(10))
+    net.initialize(mx.init.Xavier(), ctx=mx.cpu())
+    net.hybridize()
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd",
+                               {"learning_rate": 0.01, "momentum": 0.9})
+    metric = mx.metric.Accuracy()
+
+    def epoch() -> None:
+        it.reset()
+        metric.reset()
+        for batch in it:
+            data, label = batch.data[0], batch.label[0]
+            with mx.autograd.record():
+                out = net(data)
+                loss = loss_fn(out, label)
+            loss.backward()
+            trainer.step(BATCH)
+            metric.update([label], [out])
+    epoch()
+    t0 = time.perf_counter()
+    epoch()
+    if hasattr(mx.nd, "waitall"):
+        mx.nd.waitall()
+    return batches * BATCH / (time.perf_counter() - t0)
+
+
+def mxnet_rate(python: str | None, batches: int) -> float | None:
+    """The same gluon loop under MXNet 1.9.1 in its own virtualenv (None if absent)."""
+    if not python or not os.path.exists(python):
+        return None
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import sys, mxnet as mx; sys.path.insert(0, {here!r}); import bench_gluon as b; "
+            f"print(b.gluon_rate(mx, {batches}))")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=900,
+                         check=False)
+    return float(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--mxnet-python", default=None)
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    import torch
+
+    import symgraph as mx
+    from benchmarks.bench_module import module_rate
+    best = {"gluon": 0.0, "module": 0.0, "mxnet_gluon": None}
+    for _ in range(args.rounds):  # interleaved: both sides see the same machine state
+        best["gluon"] = max(best["gluon"], gluon_rate(mx, args.batches))
+        best["module"] = max(best["module"], module_rate(mx, "mlp", args.batches))
+        theirs = mxnet_rate(args.mxnet_python, args.batches)
+        if theirs is not None:
+            best["mxnet_gluon"] = max(best["mxnet_gluon"] or 0.0, theirs)
+    ratio = best["gluon"] / best["module"]
+    print(f"mlp gluon.Trainer {best['gluon']:9.1f} samples/s  Module.fit {best['module']:9.1f} "
+          f"samples/s  ratio {ratio:.3f}x (target >= 0.95)  mxnet gluon {best['mxnet_gluon']}")
+    if args.json:
+        from symgraph.symbol.json_io import atomic_write
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=False).stdout.strip()
+        result = {"device": f"cpu ({torch.get_num_threads()} threads)",
+                  "date": datetime.date.today().isoformat(), "commit": head,
+                  "batches": args.batches, "rounds": args.rounds,
+                  "samples_per_s": best, "ratio_gluon_over_module": round(ratio, 3),
+                  "target": ">= 0.95"}
+        atomic_write(args.json, (json.dumps(result, indent=2) + "\n").encode())
+
+
+if __name__ == "__main__":
+    main()
