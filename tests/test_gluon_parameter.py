@@ -152,3 +152,12 @@ def test_constant_initializers_are_distinct():
     b.initialize()
     np.testing.assert_array_equal(a.data().asnumpy(), a.value.asnumpy())
     np.testing.assert_array_equal(b.data().asnumpy(), b.value.asnumpy())
+
+
+def test_get_constant_compares_list_values():
+    # MXNet 1.9.1 fails with AttributeError ('list' has no 'shape'); symgraph compares
+    pd = mx.gluon.ParameterDict("net_")
+    c = pd.get_constant("c", [[1, 2]])
+    assert pd.get_constant("c", [[1, 2]]) is c
+    with pytest.raises(AssertionError, match="doesn't match new value"):
+        pd.get_constant("c", [[1, 3]])
