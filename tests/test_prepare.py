@@ -26,6 +26,9 @@ EXTRA = {  # hidden ops (no table cases of their own) reached only from gradient
         Case(((2, 3, 4), (2, 3)), {"preserve_shape": True, "use_ignore": True,
                                    "normalization": "batch"}, ints={1: 4}),
     ],
+    "_backward_softmax": [Case(((4, 5), (4, 5))), Case(((3, 4, 2), (3, 4, 2)), {"axis": 1})],
+    "_backward_log_softmax": [Case(((4, 5), (4, 5))),
+                              Case(((3, 4, 2), (3, 4, 2)), {"axis": 0})],
 }
 PREPARED = [op for op in canonical_ops() if op.prepare is not None]
 CASES = [pytest.param(op, case, id=f"{op.name}-{i}") for op in PREPARED

@@ -210,6 +210,45 @@ def _backward_pick(p, ins, aux, rt):
     return (out.scatter_add_(axis, idx, g.reshape(idx.shape)),)
 
 
+def _index_fn(p, n: int, keep: tuple):
+    """Bind-time ``index -> int64 positions shaped like keep`` (clip or wrap into n)."""
+    wrap = p.mode == "wrap"
+
+    def positions(index: torch.Tensor) -> torch.Tensor:
+        idx = index.to(torch.int64)
+        if wrap:
+            idx = torch.remainder(idx, n)
+        else:  # in place only on a fresh tensor: an int64 index is the caller's
+            idx = idx.clamp(0, n - 1) if idx is index else idx.clamp_(0, n - 1)
+        return idx.reshape(keep)
+    return positions
+
+
+def _pick_prepare(p, in_shapes, out_shapes, out=None):
+    """pick on fixed shapes: axis and shapes decoded once; gather, no per-step checks."""
+    if out is not None:
+        return None
+    axis, drop, keep = _pick_dims(p, tuple(in_shapes[0]))
+    positions, shape = _index_fn(p, in_shapes[0][axis], keep), keep if p.keepdims else drop
+    return lambda p, ins, aux, rt: (
+        torch.gather(ins[0], axis, positions(ins[1])).reshape(shape),)
+
+
+def _backward_pick_prepare(p, in_shapes, out_shapes, out=None):
+    """The pick gradient on fixed shapes: one scatter_add into zeros."""
+    if out is not None:
+        return None
+    data = tuple(in_shapes[1])
+    axis, _, keep = _pick_dims(p, data)
+    positions = _index_fn(p, data[axis], keep)
+
+    def run(p, ins, aux, rt):
+        g = ins[0]
+        zeros = torch.zeros(data, dtype=g.dtype, device=g.device)
+        return (zeros.scatter_add_(axis, positions(ins[2]), g.reshape(keep)),)
+    return run
+
+
 def triton_pick(p, ins, aux, rt):
     """pick as one Triton gather."""
     from kernels.index import pick
@@ -235,6 +274,7 @@ _PICK_PARAMS = (Param("axis", "int_or_none", -1, doc="The axis to pick along."),
 register(OpDef(
     name="pick", inputs=("data", "index"), params=_PICK_PARAMS, infer_shape=_pick_shape,
     infer_type=value_type((0,)), forward=_pick_forward, kernel=triton_pick,
+    prepare=_pick_prepare,
     gradient=lambda g, p, ins, outs, og: [g.op(
         "_backward_pick", og[0], ins[0], ins[1], axis=p.axis, keepdims=p.keepdims,
         mode=p.mode), None],
@@ -251,6 +291,7 @@ register(OpDef(
     name="_backward_pick", inputs=("ograd", "data", "index"), params=_PICK_PARAMS,
     hidden=True, infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
     infer_type=value_type((0, 1)), forward=_backward_pick, kernel=triton_backward_pick,
+    prepare=_backward_pick_prepare,
     gradient=lambda g, p, ins, outs, og: [g.op(
         "pick", og[0], ins[2], axis=p.axis, keepdims=p.keepdims, mode=p.mode), None, None],
     cases=(Case(((3, 2), (3, 4, 2), (3, 2)), {"axis": 1}, ints={2: 4}, no_grad_inputs=(1,)),),

@@ -168,6 +168,21 @@ def _bcast_forward(p, ins, aux, rt):
     return (dy.reshape(keep).expand(x.shape),)
 
 
+def _bcast_prepare(scale_by_count: bool):
+    """``prepare`` for ``_reduce_bcast``/``_mean_bcast``: the kept shape (and the count)
+    decided at bind time."""
+    def prepare(p, in_shapes, out_shapes, out=None):
+        if out is not None:
+            return None
+        shape = tuple(in_shapes[1])
+        keep = reduced_shape(_keep(p), shape)
+        if not scale_by_count:
+            return lambda p, ins, aux, rt: (ins[0].reshape(keep).expand(shape),)
+        count = _count(p, shape)
+        return lambda p, ins, aux, rt: (ins[0].reshape(keep).expand(shape) / count,)
+    return prepare
+
+
 def _keep(p):
     q = type(p)(p)
     q["keepdims"] = True
@@ -202,13 +217,14 @@ def _count(p, shape) -> int:
 register(OpDef(
     name="_reduce_bcast", params=_PARAMS, inputs=("ograd", "data"), hidden=True,
     infer_shape=_bcast_shape, forward=_bcast_forward, kernel=_triton_bcast(False),
+    prepare=_bcast_prepare(False),
     gradient=lambda g, p, ins, outs, og: [
         g.op("sum", og[0], axis=p.axis, keepdims=p.keepdims, exclude=p.exclude), None],
     cases=(Case(((4,), (3, 4, 5)), {"axis": (0, 2)}, no_grad_inputs=(1,)),),
     doc="Broadcast a reduction's output gradient back to the reduced input's shape."))
 register(OpDef(
     name="_mean_bcast", params=_PARAMS, inputs=("ograd", "data"), hidden=True,
-    infer_shape=_bcast_shape, kernel=_triton_bcast(True),
+    infer_shape=_bcast_shape, kernel=_triton_bcast(True), prepare=_bcast_prepare(True),
     forward=lambda p, ins, aux, rt: (
         _bcast_forward(p, ins, aux, rt)[0] / _count(p, tuple(ins[1].shape)),),
     gradient=lambda g, p, ins, outs, og: [

@@ -106,6 +106,54 @@ def _backward_forward(log: bool):
     return run
 
 
+_PLAIN = (torch.float32, torch.float64)
+
+
+def _plain(p, n_inputs: int, expected: int) -> bool:
+    """No dtype change, temperature or length input: the one-call case."""
+    return not p.dtype and p.temperature in (None, 1.0) and not p.use_length and \
+        n_inputs == expected
+
+
+def _prepare(log: bool):
+    """``prepare`` for softmax/log_softmax: the axis decided once; float32/64 data runs one
+    torch call (other dtypes take the general path, which widens float16)."""
+    fn = torch.log_softmax if log else torch.softmax
+
+    def prepare(p, in_shapes, out_shapes, out=None):
+        if out is not None or not _plain(p, len(in_shapes), 1):
+            return None
+        ax = _axis(p, len(in_shapes[0]))
+
+        def run(p, ins, aux, rt):
+            x = ins[0]
+            if x.dtype in _PLAIN:
+                return (fn(x, ax),)
+            return (_softmax(p, ins, log),)
+        return run
+    return prepare
+
+
+def _backward_prepare(log: bool):
+    """``prepare`` for the softmax/log_softmax gradients (same rule as their prepare)."""
+    general = _backward_forward(log)
+
+    def prepare(p, in_shapes, out_shapes, out=None):
+        if out is not None or not _plain(p, len(in_shapes), 2):
+            return None
+        ax = _axis(p, len(in_shapes[1]))
+
+        def run(p, ins, aux, rt):
+            dy, y = ins[0], ins[1]
+            if dy.dtype is not y.dtype or y.dtype not in _PLAIN:
+                return general(p, ins, aux, rt)
+            if log:
+                return (dy - torch.exp(y) * dy.sum(dim=ax, keepdim=True),)
+            return (y * (dy - (dy * y).sum(dim=ax, keepdim=True)),)
+        return run
+    return prepare
+
+
 def _triton(log: bool):
     def run(p, ins, aux, rt):
         from kernels.softmax import softmax_fwd
@@ -152,6 +200,7 @@ for _name in ("softmax", "log_softmax"):
         inputs=lambda p: ["ograd", "output", "data"] if p.dtype else ["ograd", "output"],
         infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None, infer_type=_backward_type,
         forward=_backward_forward(_name == "log_softmax"),
+        prepare=_backward_prepare(_name == "log_softmax"),
         kernel=_triton_backward(_name == "log_softmax"),
         doc=f"The data gradient of ``{_name}`` from its output and output gradient."))
 
@@ -159,6 +208,7 @@ for _name in ("softmax", "log_softmax"):
 register(OpDef(
     name="softmax", params=_PARAMS, inputs=_inputs, infer_shape=_shape, infer_type=_type,
     forward=lambda p, ins, aux, rt: (_softmax(p, ins, log=False),), kernel=_triton(log=False),
+    prepare=_prepare(log=False),
     gradient=_grad_fn("_backward_softmax"),
     cases=(Case(((3, 5),)),
            Case(((2, 3, 4),), {"axis": 1, "temperature": 2.0}),
@@ -183,6 +233,7 @@ def _log_shape(p, shapes):
 register(OpDef(
     name="log_softmax", params=_PARAMS, infer_shape=_log_shape, infer_type=_type,
     forward=lambda p, ins, aux, rt: (_softmax(p, ins, log=True),), kernel=_triton(log=True),
+    prepare=_prepare(log=True),
     gradient=_grad_fn("_backward_log_softmax"),
     cases=(Case(((3, 5),)),
            Case(((2, 3, 4),), {"axis": 1, "temperature": 0.5}),
