@@ -32,12 +32,18 @@ MAX_PENDING = 8
 class _Slot:
     """One bound executor of a signature, and whether a recorded call holds it."""
 
-    __slots__ = ("exe", "busy", "private", "param_ids", "index", "uses")
+    __slots__ = ("exe", "node", "private", "param_ids", "index", "uses")
 
     def __init__(self, exe, private: dict, param_ids: tuple, index: int):
         self.exe, self.private, self.param_ids, self.index = exe, private, param_ids, index
-        self.busy = False
+        self.node = None  # weak reference to the recorded call awaiting its backward
         self.uses = 0  # a recorded call checks it still owns the executor's values
+
+    @property
+    def busy(self) -> bool:
+        """Whether a recorded call that may still run its backward holds the executor."""
+        node = self.node() if self.node is not None else None
+        return node is not None and not node.freed
 
 
 class CachedGraph:
@@ -55,6 +61,7 @@ class CachedGraph:
                              f"({self._arg_names})")
         self._pools: dict[tuple, list[_Slot]] = {}
         self._written: dict[str, int] = {}  # param name -> backward pass that wrote it
+        self._uses = 0  # recorded calls so far (the oldest pending executor is reused)
 
     # ------------------------------------------------------------ calling
     def __call__(self, inputs: list[NDArray], ctx) -> list[NDArray]:
@@ -89,7 +96,7 @@ class CachedGraph:
                 return s
         if len(pool) >= MAX_PENDING:
             oldest = min(pool, key=lambda s: s.uses)
-            oldest.busy = False
+            oldest.node = None
             return oldest
         s = _Slot(*self._bind(inputs, needs, ctx, params, first=not pool), ids, len(pool))
         pool.append(s)
@@ -123,9 +130,6 @@ class CachedGraph:
         exe = self.symbol.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
         return exe, private
 
-    def _all_slots(self):
-        return [s for pool in self._pools.values() for s in pool]
-
     def _merge(self, slot: _Slot, params: ParamArrays, slot_params: list[str]) -> None:
         """A second executor's parameter gradients into the parameters' (after the pass);
         every parameter that got a gradient is fresh (``Trainer`` checks)."""
@@ -143,8 +147,8 @@ class CachedGraph:
     # ------------------------------------------------------------ recording
     def _record(self, slot: _Slot, inputs, outs, params: ParamArrays) -> None:
         exe, names = slot.exe, self.input_names
-        slot.busy = True
-        slot.uses = use = max(s.uses for s in self._all_slots()) + 1
+        self._uses += 1
+        slot.uses = use = self._uses
 
         def run_backward(ograds: list) -> list:
             if slot.uses != use:
@@ -163,16 +167,11 @@ class CachedGraph:
         def finish(ran: bool, retained: bool) -> None:
             if ran:
                 self._merge(slot, params, slot_params)
-            if not retained and slot.uses == use:
-                slot.busy = False
 
         slot_params = [n for n, (_, g, req) in params.items() if g is not None and req != "null"
                        and n in exe.grad_dict and exe.grad_dict[n] is not None]
         node = autograd.Node(inputs, len(outs), run_backward, self.where, finish)
-        weakref.finalize(node, _release, slot, use)
+        slot.node = weakref.ref(node)  # the executor is free again once the node is gone
         autograd.attach(outs, node)
 
 
-def _release(slot: _Slot, use: int) -> None:
-    if slot.uses == use:
-        slot.busy = False

@@ -92,13 +92,24 @@ def num_gpus() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
+# contexts handed out for devices (and the default), made once: arrays ask per call
+_OF_DEVICE: dict = {}
+
+
 def current_context() -> Context:
     """The context set by the innermost ``with ctx:`` block (``cpu(0)`` by default)."""
-    return getattr(Context._local, "value", None) or Context("cpu", 0)
+    return getattr(Context._local, "value", None) or _of("cpu", 0)
+
+
+def _of(kind: str, index: int) -> Context:
+    ctx = _OF_DEVICE.get((kind, index))
+    if ctx is None:
+        ctx = _OF_DEVICE[(kind, index)] = Context(kind, index)
+    return ctx
 
 
 def context_of(device: torch.device) -> Context:
     """Context of a torch device."""
     if device.type == "cuda":
-        return gpu(device.index or 0)
-    return cpu(0)
+        return _of("gpu", device.index or 0)
+    return _of("cpu", 0)

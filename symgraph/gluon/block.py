@@ -99,6 +99,14 @@ def _flatten(args, what: str):
     return flat, fmts
 
 
+def _flatten_inputs(args: tuple):
+    """:func:`_flatten` of call arguments, without the walk when all are NDArrays."""
+    for a in args:
+        if type(a) is not NDArray:
+            return _flatten(args, "input")
+    return list(args), [0] * len(args)
+
+
 def _regroup(args: list, fmt):
     """Inverse of :func:`_flatten`."""
     def walk(args, fmt):
@@ -489,7 +497,7 @@ class HybridBlock(Block):
     def _call_cached_op(self, *args):
         if self._cached_op is None:
             self._build_cache(*args)
-        flat, fmt = _flatten(args, "input")
+        flat, fmt = _flatten_inputs(args)
         if fmt != self._in_format:
             raise ValueError("The argument structure of HybridBlock does not match the cached "
                              f"version. Stored format = {fmt}, input format = "
@@ -512,6 +520,8 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         """Run the graph on NDArrays, or build the symbolic graph on Symbols."""
+        if type(x) is NDArray and all(type(a) is NDArray for a in args):
+            return self._call_cached_op(x, *args)
         flat = _flatten([x] + list(args), "input")[0]
         has_symbol = any(isinstance(a, Symbol) for a in flat)
         has_ndarray = any(isinstance(a, NDArray) for a in flat)
