@@ -13,7 +13,7 @@ Called as ``layer(x)`` the layer returns the output only (zero initial states); 
 Examples
 --------
 >>> import symgraph as mx
->>> lstm = mx.gluon.rnn.LSTM(4, num_layers=2, input_size=3)
+>>> lstm = mx.gluon.rnn.LSTM(4, num_layers=2, input_size=3, prefix='lstm0_')
 >>> lstm
 LSTM(3 -> 4, TNC, num_layers=2)
 >>> sorted(lstm.collect_params().keys())[:4]
