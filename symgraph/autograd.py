@@ -125,8 +125,9 @@ class Node:
 
 def is_tracked(arr) -> bool:
     """Whether ``arr`` takes part in differentiation (recorded output or marked variable)."""
-    return arr._ag_node is not None or arr._ag_grad is not None if hasattr(arr, "_ag_req") \
-        else False
+    if not hasattr(arr, "_ag_req"):
+        return False
+    return arr._chain is not None or arr._ag_node is not None or arr._ag_grad is not None
 
 
 def attach(outputs: Sequence, node: Node) -> None:

@@ -18,11 +18,23 @@ from collections.abc import Callable
 
 import torch
 
-from . import autograd
+from . import autograd, config, deferred
 from .base import MXNetError
 from .ndarray.ndarray import NDArray
 
 ParamArrays = dict  # name -> (data NDArray, grad NDArray | None, grad_req)
+
+_WRITTEN: list = [-1, set()]  # (backward pass, ids of parameter gradients written in it)
+
+
+def _written() -> set[int]:
+    """Parameter gradient tensors already written in the running backward pass: an executor
+    writing one of them again adds to it instead (a block used by two graphs in one step)."""
+    now = autograd.pass_id()
+    if _WRITTEN[0] != now:
+        _WRITTEN[0], _WRITTEN[1] = now, set()
+    return _WRITTEN[1]
+
 
 # executors per signature; beyond this many calls awaiting their backward, the oldest
 # one's executor is reused and a backward through that call raises
@@ -60,27 +72,43 @@ class CachedGraph:
             raise MXNetError(f"{where}: inputs {missing} are not arguments of the graph "
                              f"({self._arg_names})")
         self._pools: dict[tuple, list[_Slot]] = {}
-        self._written: dict[str, int] = {}  # param name -> backward pass that wrote it
         self._uses = 0  # recorded calls so far (the oldest pending executor is reused)
+        # input (shape, dtype)s that ran -> the outputs' (shape, dtype)s
+        self.signatures: dict[tuple, list[tuple]] = {}
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.symbol._outputs)
 
     # ------------------------------------------------------------ calling
     def __call__(self, inputs: list[NDArray], ctx) -> list[NDArray]:
+        """Run on ``inputs``; under ``autograd.record()`` the call is deferred (see
+        :mod:`symgraph.deferred`) and its outputs computed when first read."""
         if len(inputs) != len(self.input_names):
             raise MXNetError(f"{self.where}: {len(inputs)} inputs given for "
                              f"{self.input_names}")
-        recording = autograd.is_recording()
-        needs = tuple(recording and autograd.is_tracked(x) for x in inputs)
-        params = self.params(ctx)
+        if autograd.is_recording() and config.get().defer_recorded:
+            return deferred.call(self, inputs, ctx, autograd.is_training())
+        return self.run(inputs, ctx, autograd.is_training(), self.params(ctx),
+                        autograd.is_recording())
+
+    def run(self, inputs: list[NDArray], ctx, training: bool, params: ParamArrays,
+            record: bool) -> list[NDArray]:
+        """Run now (training mode ``training``), leaving a tape node when ``record``."""
+        needs = tuple(record and autograd.is_tracked(x) for x in inputs)
         slot = self._slot(inputs, needs, ctx, params)
         exe = slot.exe
         for name, x in zip(self.input_names, inputs):
             exe._feed(name, x._t)
-        exe.forward(is_train=autograd.is_training())
+        exe.forward(is_train=training)
         clone = exe._ctx.device_type != "cpu"  # CUDA-graph replays rewrite their outputs
         outs = [NDArray(o._t.clone() if clone else o._t) for o in exe.outputs]
         for o in outs:
             o._ctx = ctx
-        if recording and (any(needs) or any(g is not None for _, g, _ in params.values())):
+        sig = tuple((tuple(x._t.shape), x._t.dtype) for x in inputs)
+        if sig not in self.signatures:
+            self.signatures[sig] = [(tuple(o._t.shape), o._t.dtype) for o in outs]
+        if record and (any(needs) or any(g is not None for _, g, _ in params.values())):
             self._record(slot, inputs, outs, params)
         return outs
 
@@ -133,14 +161,14 @@ class CachedGraph:
     def _merge(self, slot: _Slot, params: ParamArrays, slot_params: list[str]) -> None:
         """A second executor's parameter gradients into the parameters' (after the pass);
         every parameter that got a gradient is fresh (``Trainer`` checks)."""
-        now = autograd.pass_id()
+        written = _written()
         for pname, buf in slot.private.items():
             target = params[pname][1]._t
-            if params[pname][2] == "add" or self._written.get(pname) == now:
+            if params[pname][2] == "add" or id(target) in written:
                 target.add_(buf._t)
             else:
                 target.copy_(buf._t)
-            self._written[pname] = now
+            written.add(id(target))
         for pname in slot_params:
             params[pname][0]._fresh_grad = True
 
@@ -157,10 +185,13 @@ class CachedGraph:
                                  "awaited their backward); call backward sooner")
             heads = [NDArray(torch.zeros_like(o._t) if g is None else g)
                      for o, g in zip(outs, ograds)]
-            exe.backward(heads)
-            if slot.index == 0:
-                for pname in slot_params:
-                    self._written[pname] = autograd.pass_id()
+            written = _written()
+            targets = [params[n][1]._t for n in direct]
+            kept = [(t, t.clone()) for t in targets if id(t) in written]
+            exe.backward(heads)  # writes the direct gradients: add back what others wrote
+            for t, before in kept:
+                t.add_(before)
+            written.update(id(t) for t in targets)
             return [None if exe.grad_dict.get(n) is None else exe.grad_dict[n]._t
                     for n in names]
 
@@ -170,6 +201,8 @@ class CachedGraph:
 
         slot_params = [n for n, (_, g, req) in params.items() if g is not None and req != "null"
                        and n in exe.grad_dict and exe.grad_dict[n] is not None]
+        # parameters whose gradient this executor writes (not adds) into their own arrays
+        direct = [n for n in slot_params if n not in slot.private and params[n][2] == "write"]
         node = autograd.Node(inputs, len(outs), run_backward, self.where, finish)
         slot.node = weakref.ref(node)  # the executor is free again once the node is gone
         autograd.attach(outs, node)

@@ -25,6 +25,9 @@ class Config:
     cache_dir: str = field(default_factory=lambda: os.path.expanduser("~/.cache/symgraph"))
     debug: bool = False  # check every kernel against its torch reference (slow)
     max_buckets: int = 32  # bound executors a BucketingModule caches (LRU); 0 = no bound
+    # under autograd.record(), compose consecutive graph calls (a block and its loss) into one
+    # graph run when a value is first needed (symgraph.deferred)
+    defer_recorded: bool = True
 
 
 _current: Config | None = None
@@ -44,6 +47,7 @@ def _from_env() -> Config:
         cache_dir=env.get("SYMGRAPH_CACHE_DIR", Config().cache_dir),
         debug=env.get("SYMGRAPH_DEBUG", "0") == "1",
         max_buckets=int(env.get("SYMGRAPH_MAX_BUCKETS", str(Config.max_buckets))),
+        defer_recorded=env.get("SYMGRAPH_DEFER_RECORDED", "1") != "0",
     )
 
 

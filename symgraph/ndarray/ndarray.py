@@ -83,6 +83,8 @@ class NDArray:
     _ag_req = "null"
     # whether a backward wrote a gradient for this (parameter) array since the last update
     _fresh_grad = False
+    # the chain of recorded calls that will compute this array (``symgraph.deferred``)
+    _chain = None
 
     @property
     def context(self) -> Context:

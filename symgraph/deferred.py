@@ -1,0 +1,180 @@
+"""Recorded graph calls composed before they run.
+
+Under ``autograd.record()`` a :class:`~symgraph.cached_graph.CachedGraph` call (a Gluon
+block, or recorded NDArray arithmetic) does not run at once: it returns :class:`Pending`
+arrays and joins a :class:`Chain` with the pending calls its inputs came from. When a value
+is needed — an array's data is read, or ``backward`` starts — the chain is composed into one
+Symbol (each call's graph with its inputs wired to the outputs of earlier calls; parameters
+shared by name), bound once per chain structure and run as one executor, recorded as one
+tape node. A network and its loss therefore run as one graph per step, as a ``Module`` does,
+and nothing runs for outputs nobody reads. A chain keeps at most ``MAX_CALLS`` calls, and
+calls that cannot share a graph (another context or training mode, the same auxiliary
+states twice) start a new chain after running the old one.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from .ndarray.ndarray import NDArray
+
+MAX_CALLS = 16
+_MAX_COMPOSED = 64  # composed graphs kept (least recently used dropped)
+_COMPOSED: OrderedDict = OrderedDict()
+
+
+class Chain:
+    """Pending calls, in call order: ``(graph, inputs, params, outputs)``."""
+
+    __slots__ = ("calls", "ctx", "training", "aux")
+
+    def __init__(self, ctx, training: bool):
+        self.calls: list[tuple] = []
+        self.ctx, self.training = ctx, training
+        self.aux: set[str] = set()
+
+
+class Pending(NDArray):
+    """An output of a recorded call that has not run; reading its data runs its chain.
+    Its shape and dtype are known (from an earlier run of the same call signature)."""
+
+    def __init__(self, chain: Chain, ctx, sig: tuple):  # no tensor yet
+        self.__dict__["_chain"] = chain
+        self.__dict__["_sig"] = sig
+        self._ctx = ctx
+
+    @property
+    def shape(self) -> tuple:
+        return self.__dict__["_sig"][0]
+
+    @property
+    def _t(self):
+        if self.__dict__["_chain"] is not None:
+            run(self.__dict__["_chain"])
+        return self.__dict__["_value"]
+
+    @_t.setter
+    def _t(self, value) -> None:
+        self.__dict__["_value"] = value
+
+    @property
+    def _ag_node(self):
+        if self.__dict__["_chain"] is not None:
+            run(self.__dict__["_chain"])
+        return self.__dict__.get("_node")
+
+    @_ag_node.setter
+    def _ag_node(self, value) -> None:
+        self.__dict__["_node"] = value
+
+    @property
+    def _chain(self):
+        return self.__dict__["_chain"]
+
+
+def _signature(inputs: list) -> tuple:
+    return tuple(x.__dict__["_sig"] if x._chain is not None else
+                 (tuple(x._t.shape), x._t.dtype) for x in inputs)
+
+
+def call(graph, inputs: list, ctx, training: bool) -> list[NDArray]:
+    """Add a recorded call of ``graph`` to the chain of its pending inputs (or a new one).
+
+    A call signature (input shapes and dtypes) the graph has not run yet runs at once, so
+    bad inputs fail at the call that gets them, as in MXNet, and the outputs' shapes become
+    known for later calls."""
+    params = graph.params(ctx)  # a deferred parameter raises here, where blocks expect it
+    outs_sig = graph.signatures.get(_signature(inputs))
+    if outs_sig is None:
+        for x in inputs:
+            if x._chain is not None:
+                run(x._chain)
+        return graph.run(inputs, ctx, training, params, record=True)
+    aux = set(graph._aux_names)
+    chains = []
+    for x in inputs:
+        chain = x._chain
+        if chain is not None and all(chain is not c for c in chains):
+            chains.append(chain)
+    chain = None
+    for c in chains:
+        if c.ctx != ctx or c.training != training or c.aux & aux or \
+                len(c.calls) >= MAX_CALLS or (chain is not None and c.aux & chain.aux):
+            run(c)
+        elif chain is None:
+            chain = c
+        else:  # two chains meet: one graph (neither reads the other's values)
+            chain.calls += c.calls
+            chain.aux |= c.aux
+            for _, _, _, outs in c.calls:
+                for o in outs:
+                    o.__dict__["_chain"] = chain
+    if chain is None:
+        chain = Chain(ctx, training)
+    outs = [Pending(chain, ctx, sig) for sig in outs_sig]
+    chain.calls.append((graph, list(inputs), params, outs))
+    chain.aux |= aux
+    return outs
+
+
+def run(chain: Chain) -> None:
+    """Compose, bind (once per structure) and run a chain; its arrays get their values."""
+    if not chain.calls:
+        return
+    calls, chain.calls = chain.calls, []
+    position = {id(o): (i, k) for i, (_, _, _, outs) in enumerate(calls)
+                for k, o in enumerate(outs)}
+    external: list = []
+    where: dict[int, int] = {}
+    wiring = []
+    for graph, inputs, _, _ in calls:
+        wires = []
+        for x in inputs:
+            if id(x) in position:
+                wires.append(("p",) + position[id(x)])
+            else:
+                if id(x) not in where:
+                    where[id(x)] = len(external)
+                    external.append(x)
+                wires.append(("x", where[id(x)]))
+        wiring.append((graph, tuple(wires)))
+    key = (tuple((id(g), w) for g, w in wiring), len(external))
+    composed = _COMPOSED.get(key)
+    if composed is None:
+        composed = _compose(wiring, len(external))
+        _COMPOSED[key] = composed
+        while len(_COMPOSED) > _MAX_COMPOSED:
+            _COMPOSED.popitem(last=False)
+    else:
+        _COMPOSED.move_to_end(key)
+    params = {}
+    for _, _, p, _ in calls:
+        params.update(p)
+    results = composed[0].run(external, chain.ctx, chain.training, params, record=True)
+    flat = [o for _, _, _, outs in calls for o in outs]
+    for pending, value in zip(flat, results):
+        pending.__dict__["_value"] = value._t
+        pending.__dict__["_node"] = value._ag_node
+        pending.__dict__["_chain"] = None
+
+
+def _compose(wiring: list, n_external: int):
+    """One CachedGraph for a chain's structure (kept with the graphs it was made from)."""
+    from .cached_graph import CachedGraph
+    from .symbol import Group, Variable
+    names = [f"__deferred_input{k}" for k in range(n_external)]
+    ext = [Variable(n) for n in names]
+    shared: dict[str, object] = {}
+    outs: list[list] = []
+    for graph, wires in wiring:
+        subs = {}
+        for name, wire in zip(graph.input_names, wires):
+            subs[name] = ext[wire[1]] if wire[0] == "x" else outs[wire[1]][wire[2]]
+        for name in graph._arg_names:
+            if name not in subs:  # a parameter: one variable however many calls use it
+                subs[name] = shared.setdefault(name, Variable(name))
+        composed = graph.symbol(**subs)
+        outs.append([composed[k] for k in range(len(composed.list_outputs()))])
+    symbol = Group([s for o in outs for s in o])
+    graphs = [g for g, _ in wiring]
+    return CachedGraph(symbol, names, lambda ctx: {}, "recorded calls of " +
+                       ", ".join(g.where for g in graphs)), graphs
