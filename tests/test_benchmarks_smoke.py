@@ -25,3 +25,9 @@ def test_bench_lstm_torch_and_report():
     assert [r["peer"] for r in rows] == list(best)
     assert rows[1]["fastest_peer"] == "torch_lstm"
     assert all(isinstance(bench_lstm.line(r), str) for r in rows)
+
+
+def test_bench_gluon_runs_both_heads():
+    from benchmarks import bench_gluon
+    for head in ("loss", "softmax_output"):
+        assert bench_gluon.gluon_rate(mx, 2, head) > 0
