@@ -93,8 +93,6 @@ def test_deferred_input_size_of_a_lone_layer():
     assert layer.r0_i2h_weight.shape == (12, 5)
 
 
-@pytest.mark.xfail(strict=True, reason="needs the _rnn_param_concat operator: Concat does "
-                   "not infer an input's size from its output's")
 def test_deferred_input_size_inside_a_container():
     net = nn.HybridSequential()
     with net.name_scope():

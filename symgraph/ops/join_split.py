@@ -109,17 +109,52 @@ def triton_backward_concat(p, ins, aux, rt):
     return split(ins[0], [x.shape[axis] for x in ins[1:]], axis)
 
 
+_CONCAT_PARAMS = (
+    Param("num_args", "int", doc="Number of inputs to join.", lower=1),
+    Param("dim", "int", 1, doc="The axis to join along (negative counts from the end)."))
+
+
+def _concat_grad(g, p, ins, outs, og):
+    return g.multi("_backward_Concat", og[0], *ins, num_args=len(ins), dim=p.dim)
+
+
 register(OpDef(
-    name="Concat", aliases=("concat",), key_var_num_args="num_args",
-    params=(Param("num_args", "int", doc="Number of inputs to join.", lower=1),
-            Param("dim", "int", 1, doc="The axis to join along (negative counts from the end).")),
+    name="Concat", aliases=("concat",), key_var_num_args="num_args", params=_CONCAT_PARAMS,
     inputs=_args, infer_shape=_concat_shape, infer_type=shared_type, forward=_concat_forward,
-    kernel=triton_concat,
-    gradient=lambda g, p, ins, outs, og: g.multi("_backward_Concat", og[0], *ins,
-                                                  num_args=len(ins), dim=p.dim),
+    kernel=triton_concat, gradient=_concat_grad,
     cases=(Case(((2, 3, 4), (2, 1, 4), (2, 2, 4))), Case(((3, 2), (1, 2)), {"dim": 0}),
            Case(((2, 3, 1), (2, 3, 2)), {"dim": -1}), Case(((2, 3),))),
     doc="Join arrays along an existing axis ``dim``; every other dimension must agree."))
+
+
+def _inputs_from_concat(p, shapes, outs):
+    """The unknown inputs' sizes along ``dim`` from the output's, shared equally (MXNet's
+    rule: they are the first layer's input weights of each direction)."""
+    out = outs[0] if outs else ()
+    if not out or 0 in out:
+        return None
+    ax = p.dim % len(out)
+    unknown = [i for i, s in enumerate(shapes) if not s or s[ax] == 0]
+    if not unknown:
+        return None
+    rest = sum(s[ax] for j, s in enumerate(shapes) if j not in unknown)
+    share, left = divmod(out[ax] - rest, len(unknown))
+    if share <= 0 or left:
+        return None
+    new = list(shapes)
+    for i in unknown:
+        like = shapes[i] or out
+        new[i] = tuple(share if k == ax else (d or out[k]) for k, d in enumerate(like))
+    return new
+
+
+register(OpDef(
+    name="_rnn_param_concat", key_var_num_args="num_args", params=_CONCAT_PARAMS,
+    inputs=_args, infer_shape=_concat_shape, infer_type=shared_type, forward=_concat_forward,
+    kernel=triton_concat, gradient=_concat_grad, infer_inputs_from_outputs=_inputs_from_concat,
+    cases=(Case(((6,), (4,), (2,)), {"dim": 0}),),
+    doc="Concat for the RNN layers' packed parameters (MXNet's ``_rnn_param_concat``): one "
+        "input's size may also be inferred from the output's."))
 
 
 def _backward_concat(p, ins, aux, rt):

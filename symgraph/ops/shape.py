@@ -86,6 +86,22 @@ def _reshape_shape(p, shapes):
     return shapes, [_infer_reshape(tuple(src), tuple(spec), p.reverse)]
 
 
+def _reshape_inputs_from_output(p, shapes, outs):
+    """MXNet's Reshape also infers backwards: an input with one unknown dimension takes it
+    from the output's size."""
+    data, out = shapes[0], outs[0] if outs else ()
+    if not data or not out or 0 in out or list(data).count(0) != 1:
+        return None
+    total, known = 1, 1
+    for d in out:
+        total *= d
+    for d in data:
+        known *= d or 1
+    if total % known:
+        return None
+    return [tuple(total // known if d == 0 else d for d in data)] + list(shapes[1:])
+
+
 def _like_grad(g, p, ins, outs, og):
     return [g.op("reshape_like", og[0], ins[0])]
 
@@ -97,6 +113,7 @@ register(OpDef(
             Param("target_shape", "shape", (), doc="Deprecated."),
             Param("keep_highest", "bool", False, doc="Deprecated.")),
     infer_shape=_reshape_shape, gradient=_like_grad,
+    infer_inputs_from_outputs=_reshape_inputs_from_output,
     forward=lambda p, ins, aux, rt: (ins[0].reshape(_reshape_shape(p, [tuple(ins[0].shape)])
                                                     [1][0]),),
     cases=(Case(((2, 3, 4),), {"shape": (0, -1)}), Case(((2, 3, 4),), {"shape": (-3, 4)}),

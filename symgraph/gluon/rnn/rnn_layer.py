@@ -178,16 +178,6 @@ class _RNNLayer(HybridBlock):
                 raise ValueError(f"Invalid recurrent state shape. Expecting "
                                  f"{info['shape']}, got {state.shape}.")
 
-    def infer_shape(self, inputs, *args) -> None:
-        """Fill the first layer's ``i2h_weight`` from the input width.
-
-        MXNet infers it through ``_rnn_param_concat``, which symgraph lacks (``Concat``
-        does not infer an input's size from its output's).
-        """
-        width = inputs.shape[2]
-        for j in ["l", "r"][:self._dir]:
-            getattr(self, f"{j}0_i2h_weight").shape = (self._gates * self._hidden_size, width)
-
     def hybrid_forward(self, F, inputs, states, sequence_length=None, **kwargs):
         out = self._forward_kernel(F, inputs, states, sequence_length, **kwargs)
         return out[0] if self.skip_states else out
@@ -201,7 +191,7 @@ class _RNNLayer(HybridBlock):
                  for d in ["l", "r"][:self._dir]
                  for g in gates if g != "h2r" or t != "bias"]
         flat = [F.reshape(kwargs[name], shape=(-1,)) for name in names]
-        return F.Concat(*flat, dim=0)
+        return F._rnn_param_concat(*flat, dim=0)
 
     def _forward_kernel(self, F, inputs, states, sequence_length, **kwargs):
         """Run the RNN operator; returns ``(outputs, [states...])``."""
