@@ -24,6 +24,20 @@ from .ndarray.ndarray import NDArray
 
 ParamArrays = dict  # name -> (data NDArray, grad NDArray | None, grad_req)
 
+_ZEROS: dict = {}  # (shape, dtype, device) -> a zero tensor never written
+
+
+def _zeros_like(t: torch.Tensor) -> torch.Tensor:
+    """Zeros standing for an output no gradient reached (shared: read only)."""
+    key = (t.shape, t.dtype, t.device)
+    z = _ZEROS.get(key)
+    if z is None:
+        if len(_ZEROS) > 256:
+            _ZEROS.clear()
+        z = _ZEROS[key] = torch.zeros_like(t)
+    return z
+
+
 _WRITTEN: list = [-1, set()]  # (backward pass, ids of parameter gradients written in it)
 
 
@@ -183,7 +197,7 @@ class CachedGraph:
                 raise MXNetError(f"backward through {self.where}: its executor was reused by "
                                  f"a later call ({MAX_PENDING} recorded calls of this graph "
                                  "awaited their backward); call backward sooner")
-            heads = [NDArray(torch.zeros_like(o._t) if g is None else g)
+            heads = [NDArray(_zeros_like(o._t) if g is None else g)
                      for o, g in zip(outs, ograds)]
             written = _written()
             targets = [params[n][1]._t for n in direct]

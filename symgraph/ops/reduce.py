@@ -179,6 +179,8 @@ def _bcast_prepare(scale_by_count: bool):
         if not scale_by_count:
             return lambda p, ins, aux, rt: (ins[0].reshape(keep).expand(shape),)
         count = _count(p, shape)
+        if count == 1:  # a mean over length-1 axes: the gradient is a view of the output's
+            return lambda p, ins, aux, rt: (ins[0].reshape(keep).expand(shape),)
         return lambda p, ins, aux, rt: (ins[0].reshape(keep).expand(shape) / count,)
     return prepare
 
