@@ -17,7 +17,6 @@ import argparse
 import datetime
 import json
 import logging
-import os
 import subprocess
 import time
 
@@ -79,14 +78,8 @@ def _SoftmaxOutput(mx):  # noqa: N802 - stands for a class
 
 def mxnet_rate(python: str | None, batches: int) -> float | None:
     """The same gluon loop under MXNet 1.9.1 in its own virtualenv (None if absent)."""
-    if not python or not os.path.exists(python):
-        return None
-    here = os.path.dirname(os.path.abspath(__file__))
-    code = (f"import sys, mxnet as mx; sys.path.insert(0, {here!r}); import bench_gluon as b; "
-            f"print(b.gluon_rate(mx, {batches}))")
-    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=900,
-                         check=False)
-    return float(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None
+    from benchmarks.bench_module import mxnet_value
+    return mxnet_value(python, "bench_gluon", f"gluon_rate(mx, {batches})")
 
 
 def main() -> None:

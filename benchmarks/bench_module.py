@@ -94,16 +94,22 @@ def torch_rate(name: str, batches: int) -> float:
     return batches * batch / (time.perf_counter() - t0)
 
 
-def mxnet_rate(python: str | None, name: str, batches: int) -> float | None:
-    """The same Module.fit under MXNet 1.9.1 in its own virtualenv (None if absent)."""
+def mxnet_value(python: str | None, module: str, call: str) -> float | None:
+    """``b.<call>`` evaluated under MXNet 1.9.1 in its own virtualenv, with ``b`` this
+    directory's ``module`` and ``mx`` MXNet (None if the virtualenv is absent or it fails)."""
     if not python or not os.path.exists(python):
         return None
     here = os.path.dirname(os.path.abspath(__file__))
-    code = (f"import sys, mxnet as mx; sys.path.insert(0, {here!r}); import bench_module as b; "
-            f"print(b.module_rate(mx, {name!r}, {batches}))")
+    code = (f"import sys, mxnet as mx; sys.path.insert(0, {here!r}); import {module} as b; "
+            f"print(b.{call})")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=900,
                          check=False)
     return float(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None
+
+
+def mxnet_rate(python: str | None, name: str, batches: int) -> float | None:
+    """The same Module.fit under MXNet 1.9.1 in its own virtualenv (None if absent)."""
+    return mxnet_value(python, "bench_module", f"module_rate(mx, {name!r}, {batches})")
 
 
 def main() -> None:

@@ -4,7 +4,6 @@ autograd, save/load_parameters, export + SymbolBlock.imports both ways, two cont
 block called twice in one recorded step, and MXNet's errors."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,20 +12,16 @@ import pytest
 
 import symgraph as mx
 from symgraph import autograd
+from tests import fixture_scripts
 
 HERE = Path(__file__).parent / "fixtures" / "gluon"
 GOLDEN = np.load(HERE / "block_golden.npz", allow_pickle=False)
 FACTS = json.loads((HERE / "block_golden.json").read_text())
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("generate_block", HERE / "generate_block.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    return gen
 
 
-GEN = _generator()
+GEN = fixture_scripts.load("gluon/generate_block.py")
 Dense, Body, Top = GEN.model_classes(mx)
 
 

@@ -8,7 +8,6 @@ and the gradients of every input are stored in ``layers_loss.json``/``.npz``.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import numpy as np
@@ -16,19 +15,14 @@ import pytest
 
 import symgraph as mx
 from symgraph.gluon import loss as gloss
+from tests import fixture_scripts
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "gluon")
 
 
-def _load_generator():
-    spec = importlib.util.spec_from_file_location(
-        "gluon_generate_layers", os.path.join(FIXTURES, "generate_layers.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-GEN = _load_generator()
+GEN = fixture_scripts.load("gluon/generate_layers.py")
 STORED = GEN.load_group("loss")
 
 

@@ -9,7 +9,6 @@ parameters and heads.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import warnings
@@ -20,19 +19,14 @@ import pytest
 import symgraph as mx
 from symgraph.base import MXNetError
 from symgraph.gluon import nn
+from tests import fixture_scripts
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "gluon")
 
 
-def _load_generator():
-    spec = importlib.util.spec_from_file_location(
-        "gluon_generate_layers", os.path.join(FIXTURES, "generate_layers.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-GEN = _load_generator()
+GEN = fixture_scripts.load("gluon/generate_layers.py")
 STORED = GEN.load_group("nn")
 with open(os.path.join(FIXTURES, "layers_naming.json")) as _f:
     NAMING = json.load(_f)

@@ -8,7 +8,6 @@ initializers are only checked for range and dtype).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 
@@ -16,19 +15,14 @@ import numpy as np
 import pytest
 
 import symgraph as mx
+from tests import fixture_scripts
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "gluon")
 
 
-def _load_generator():
-    spec = importlib.util.spec_from_file_location(
-        "gluon_generate_parameter", os.path.join(FIXTURES, "generate_parameter.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-GEN = _load_generator()
+GEN = fixture_scripts.load("gluon/generate_parameter.py")
 with open(os.path.join(FIXTURES, "parameter.json")) as _f:
     EXPECTED = json.load(_f)
 with np.load(os.path.join(FIXTURES, "parameter.npz"), allow_pickle=False) as _npz:

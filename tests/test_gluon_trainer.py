@@ -9,7 +9,6 @@ run only the kvstore decision (symgraph has no sparse storage).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,19 +20,14 @@ import pytest
 import symgraph as mx
 from symgraph.base import MXNetError
 from symgraph.optimizer.updater import MAGIC
+from tests import fixture_scripts
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures", "gluon")
 
 
-def _load_generator():
-    spec = importlib.util.spec_from_file_location(
-        "generate_trainer", os.path.join(HERE, "generate_trainer.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-gen = _load_generator()
+gen = fixture_scripts.load("gluon/generate_trainer.py")
 
 
 @pytest.fixture(scope="module")

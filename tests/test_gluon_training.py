@@ -5,7 +5,6 @@ every parameter (BatchNorm's running statistics included) equals MXNet 1.9.1's
 (tests/fixtures/gluon/generate_training.py)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,21 +12,16 @@ import numpy as np
 import pytest
 
 import symgraph as mx
+from tests import fixture_scripts
 
 HERE = Path(__file__).parent / "fixtures" / "gluon"
 GOLDEN = np.load(HERE / "training_golden.npz", allow_pickle=False)
 FACTS = json.loads((HERE / "training_golden.json").read_text())
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("generate_training",
-                                                  HERE / "generate_training.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    return gen
 
 
-GEN = _generator()
+GEN = fixture_scripts.load("gluon/generate_training.py")
 
 
 @pytest.mark.parametrize("case", FACTS["cases"])
