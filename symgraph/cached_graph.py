@@ -9,7 +9,10 @@ reference, so the first executor of a signature writes parameter gradients strai
 their grad arrays. An executor stays reserved while a recorded call still waits for its
 backward; a second call meanwhile (a block used twice in one step) takes another executor
 of the same signature, which writes parameter gradients into its own buffers, added to
-the parameters' after the backward pass.
+the parameters' after the backward pass. Parameter gradients that several graphs write in
+one backward pass (a block inside two composed chains) are summed, not overwritten.
+Under ``record()`` calls are deferred and composed by :mod:`symgraph.deferred`, which runs
+the composed graph through :meth:`CachedGraph.run`.
 """
 from __future__ import annotations
 
