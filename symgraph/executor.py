@@ -193,7 +193,8 @@ class Executor:
     def _run_steps(self, key: tuple, steps: list, after: Callable | None = None) -> None:
         """Run a step list: eagerly, monitored, or as a replayed CUDA graph on GPU."""
         if self._monitor is not None:
-            _run_monitored(steps, self._values, self._rt, *self._monitor)
+            with torch.no_grad():
+                _run_monitored(steps, self._values, self._rt, *self._monitor)
         else:
             call = self._graphs.get(key)
             if call is None:
@@ -207,9 +208,12 @@ class Executor:
         v, rt = self._values, self._rt
 
         def body() -> None:
-            _run(steps, v, rt)
-            if after is not None:
-                after()
+            # steps never need torch's autograd (ops that use it enable it themselves), and
+            # without it every dispatch is cheaper: a third less for small tensors
+            with torch.no_grad():
+                _run(steps, v, rt)
+                if after is not None:
+                    after()
         if cuda_graph.wanted(self._ctx.torch_device, steps):
             return cuda_graph.GraphedCall(body, f"{key[0]} of {self._output_names}",
                                           pool=self._graph_pool)
