@@ -5,6 +5,8 @@ graph, by the operator's own gradient rule. Outside recording these paths are no
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from .. import autograd
 from ..base import MXNetError
 
@@ -18,7 +20,10 @@ BINARY = {
     "mod": ("broadcast_mod", "_mod_scalar", "_rmod_scalar"),
 }
 
-_GRAPHS: dict[tuple, object] = {}
+# one-node graphs by (op, inputs, attributes), least recently used dropped: a scalar that
+# changes every step makes a new graph each time
+_GRAPHS: OrderedDict = OrderedDict()
+_MAX_GRAPHS = 256
 
 
 def recording(*arrays) -> bool:
@@ -38,6 +43,10 @@ def apply(op: str, inputs: list, **attrs):
         names = [f"x{i}" for i in range(len(inputs))]
         sym = invoke(op, [Variable(n) for n in names], attrs, name=op.lower().strip("_"))
         graph = _GRAPHS[key] = CachedGraph(sym, names, lambda ctx: {}, f"operator {op}")
+        if len(_GRAPHS) > _MAX_GRAPHS:
+            _GRAPHS.popitem(last=False)
+    else:
+        _GRAPHS.move_to_end(key)
     ctxs = {x.context for x in inputs}
     if len(ctxs) > 1:
         raise MXNetError(f"{op}: operands are on different contexts {sorted(map(str, ctxs))}")
