@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import sys
+import time
 
 import torch
 
@@ -45,14 +47,45 @@ def _rate(spec, args, ms: float) -> tuple[str, float]:
     return "GB/s", spec.bytes(*args) / ms / 1e6
 
 
-def bench_entry(spec, shape, dtype) -> dict:
+def check_entry(spec, args, kwargs) -> dict:
+    """The Triton result at benchmark size against the reference: max abs error and pass."""
+    clone = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+    # the kernels compute fp32 products in IEEE precision: so must the reference here
+    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        want = spec.ref(*clone, **kwargs)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+    got = spec.fn(*args, **kwargs)
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    dtype = next((w.dtype for w in want if w.dtype.is_floating_point), torch.float32)
+    rtol, atol = spec.tol.get(dtype, (1e-5, 1e-5))
+    worst, ok = 0.0, len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = g.double(), w.double()
+        err = (g - w).abs()
+        worst = max(worst, float(err.max()) if err.numel() else 0.0)
+        # large sizes accumulate more rounding than the small test shapes: 4x the tolerance
+        ok = ok and g.shape == w.shape and bool(torch.all(err <= 4 * (atol + rtol * w.abs())))
+    return {"ok": ok, "max_abs_err": worst}
+
+
+def bench_entry(spec, shape, dtype, peers) -> dict:
     args, kwargs = spec.make(dtype, torch.device("cuda"), shape)
-    compiled = torch.compile(spec.ref)
     row = {"kernel": spec.name, "family": spec.family, "shape": list(shape),
            "dtype": str(dtype).replace("torch.", "")}
-    for label, fn in (("triton", spec.fn), ("eager", spec.ref), ("compile", compiled)):
+    try:
+        row["check"] = check_entry(spec, args, kwargs)
+    except Exception as err:  # noqa: BLE001 - a failing kernel is reported, not fatal
+        row["check"] = {"ok": False, "error": f"{type(err).__name__}: {err}"[:300]}
+    fns = {"triton": spec.fn, "eager": spec.ref}
+    if "compile" in peers:
+        fns["compile"] = torch.compile(spec.ref)
+    for label in peers:
         try:
-            ms = _bench(lambda fn=fn: fn(*args, **kwargs))
+            ms = _bench(lambda fn=fns[label]: fn(*args, **kwargs))
         except Exception as err:  # noqa: BLE001 - a failing peer is reported, not fatal
             row[label] = {"error": f"{type(err).__name__}: {err}"[:200]}
             continue
@@ -83,9 +116,22 @@ def plot(rows: list[dict], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+def _write(path: str, result: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, help="kernel names to run")
+    parser.add_argument("--families", nargs="*", default=None, help="kernel families to run")
+    parser.add_argument("--dtypes", nargs="*", default=None, help="e.g. float16 float32")
+    parser.add_argument("--peers", default="triton,eager,compile",
+                        help="comma-separated subset of triton,eager,compile")
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="stop starting new entries after this many seconds")
     parser.add_argument("--json", default="benchmarks/results/kernels_gpu.json")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -93,24 +139,31 @@ def main() -> int:
         return 0
     from benchmarks.bench_mlp import commit
     from kernels.table import all_kernels
-    specs = all_kernels()
+    peers = args.peers.split(",")
+    start = time.perf_counter()
     caps = ceilings()
     print(f"device {torch.cuda.get_device_name()}: copy {caps['copy_GBps']:.0f} GB/s, "
           f"fp16 matmul {caps['matmul_fp16_TFLOPs']:.0f} TFLOP/s")
-    rows = []
-    for name, spec in specs.items():
-        if args.only and name not in args.only:
+    result = {"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
+              "commit": commit(), "torch": torch.__version__,
+              "triton": __import__("triton").__version__, "ceilings": caps, "rows": []}
+    for name, spec in all_kernels().items():
+        if (args.only and name not in args.only) or \
+                (args.families and spec.family not in args.families):
             continue
         for shape in spec.bench_shapes:
             for dtype in spec.dtypes:
-                row = bench_entry(spec, shape, dtype)
-                rows.append(row)
-                print(json.dumps(row))
-    result = {"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
-              "commit": commit(), "torch": torch.__version__, "ceilings": caps, "rows": rows}
-    with open(args.json, "w") as f:
-        json.dump(result, f, indent=1)
-    plot(rows, args.json.rsplit(".", 1)[0] + ".png")
+                if args.dtypes and str(dtype).replace("torch.", "") not in args.dtypes:
+                    continue
+                if args.budget_s and time.perf_counter() - start > args.budget_s:
+                    result["stopped"] = f"time budget {args.budget_s} s spent"
+                    break
+                row = bench_entry(spec, shape, dtype, peers)
+                result["rows"].append(row)
+                _write(args.json, result)
+                print(json.dumps(row), flush=True)
+    _write(args.json, result)
+    plot(result["rows"], args.json.rsplit(".", 1)[0] + ".png")
     return 0
 
 

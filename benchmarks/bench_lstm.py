@@ -52,6 +52,7 @@ class Config:
     lr: float = 0.01
     wd: float = 1e-5
     seed: int = 0
+    gpu: bool = False  # symgraph on gpu(0), torch on cuda (MXNet stays on CPU)
 
 
 def corpus(cfg: Config) -> list:
@@ -108,7 +109,8 @@ def module_rate(mx, cfg: Config, variant: str) -> dict:
     it, words = sentence_iter(mx, cfg, "TN" if variant == "fused" else "NT")
     mx.random.seed(cfg.seed)
     mod = mx.mod.BucketingModule(make_sym_gen(mx, cfg, variant),
-                                 default_bucket_key=it.default_bucket_key, context=mx.cpu())
+                                 default_bucket_key=it.default_bucket_key,
+                                 context=mx.gpu() if cfg.gpu else mx.cpu())
     fit = dict(eval_metric=mx.metric.Perplexity(INVALID_LABEL), optimizer="sgd",
                optimizer_params={"learning_rate": cfg.lr, "momentum": 0.0, "wd": cfg.wd},
                initializer=mx.init.Xavier(factor_type="in", magnitude=2.34))
@@ -131,10 +133,11 @@ class TorchLM:
         import torch
         nn = torch.nn
         self.cfg = cfg
+        self.device = torch.device("cuda" if cfg.gpu else "cpu")
         self.model = nn.ModuleDict({
             "embed": nn.Embedding(cfg.vocab, cfg.embed),
             "lstm": nn.LSTM(cfg.embed, cfg.hidden, num_layers=cfg.layers),
-            "pred": nn.Linear(cfg.hidden, cfg.vocab)})
+            "pred": nn.Linear(cfg.hidden, cfg.vocab)}).to("cuda" if cfg.gpu else "cpu")
         # MXNet's SGD: gradient summed over the batch, rescaled by 1/batch, then weight decay
         self.opt = torch.optim.SGD(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.wd)
 
@@ -163,8 +166,8 @@ def torch_rate(mx, cfg: Config) -> dict:
         it.reset()
         nll, count = 0.0, 0
         for batch in it:
-            x = torch.from_numpy(batch.data[0].asnumpy()).long()
-            y = torch.from_numpy(batch.label[0].asnumpy()).long()
+            x = torch.from_numpy(batch.data[0].asnumpy()).long().to(lm.device)
+            y = torch.from_numpy(batch.label[0].asnumpy()).long().to(lm.device)
             loss, n = lm.step(x, y)
             nll, count = nll + float(loss), count + n  # the metric's per-batch sync
         return float(np.exp(nll / max(count, 1)))
@@ -182,9 +185,10 @@ def mxnet_rates(python: str | None, cfg: Config) -> dict | None:
     if not python or not os.path.exists(python):
         return None
     here = os.path.dirname(os.path.abspath(__file__))
+    on_cpu = dataclasses.asdict(cfg) | {"gpu": False}  # MXNet 1.9.1 runs on the CPU here
     code = (f"import sys, json, logging, mxnet as mx; sys.path.insert(0, {here!r}); "
             f"logging.disable(logging.WARNING); import bench_lstm as b; "
-            f"cfg = b.Config(**json.loads({json.dumps(dataclasses.asdict(cfg))!r})); "
+            f"cfg = b.Config(**json.loads({json.dumps(on_cpu)!r})); "
             f"print(json.dumps({{v: b.module_rate(mx, cfg, v) for v in b.VARIANTS}}))")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=900,
                          check=False)
@@ -254,20 +258,23 @@ def main() -> None:
                         help="interleaved rounds; each side's best round is reported")
     parser.add_argument("--json", default=None)
     parser.add_argument("--mxnet-python", default=None)
+    parser.add_argument("--gpu", action="store_true", help="symgraph and torch on cuda:0")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     import torch
 
     import symgraph as mx
     from benchmarks.bench_mlp import commit
-    cfg = Config(batches=args.batches, epochs=args.epochs)
+    cfg = Config(batches=args.batches, epochs=args.epochs, gpu=args.gpu)
     best = measure(mx, cfg, args.rounds, args.mxnet_python)
     rows = report(best)
     for row in rows:
         print(line(row))
     if args.json:
         from symgraph.symbol.json_io import atomic_write
-        result = {"device": f"cpu ({torch.get_num_threads()} threads)",
+        result = {"device": torch.cuda.get_device_name() if args.gpu else
+                  f"cpu ({torch.get_num_threads()} threads)",
+                  "torch": torch.__version__,
                   "date": datetime.date.today().isoformat(), "commit": commit(),
                   "config": dataclasses.asdict(cfg), "rounds": args.rounds,
                   "words": "non-padding data tokens (sum of sentence lengths), all peers",

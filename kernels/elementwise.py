@@ -26,6 +26,8 @@ from .table import KernelSpec, tensor_bytes
 
 _lock = threading.Lock()
 _compiled: dict[str, object] = {}
+_by_program: dict[tuple, object] = {}
+_read_masks: dict = {}
 _settings = {"cache_dir": None}
 
 
@@ -108,6 +110,23 @@ def source_for(prog: Program, rank: int, contiguous: tuple[bool, ...], acc: str)
     return name, _source(prog, name, rank, contiguous, acc)
 
 
+def _kernel_for(prog: Program, rank: int, contiguous: tuple[bool, ...], acc: str):
+    """The loaded kernel of a specialisation, memoised (launches pay a dict lookup)."""
+    key = (prog, rank, contiguous, acc)
+    fn = _by_program.get(key)
+    if fn is None:
+        fn = _by_program[key] = _load(*source_for(prog, rank, contiguous, acc))
+    return fn
+
+
+def _reads(prog: Program) -> tuple[bool, ...]:
+    """Per input, whether the program reads it (memoised)."""
+    got = _read_masks.get(prog)
+    if got is None:
+        got = _read_masks[prog] = tuple(prog.reads(k) for k in range(prog.n_inputs))
+    return got
+
+
 def _load(name: str, source: str):
     with _lock:
         if name in _compiled:
@@ -150,11 +169,12 @@ def run(prog: Program, inputs: Sequence[torch.Tensor], shape: tuple, dtype: torc
         n *= d
     if n == 0:
         return outs
-    expanded = [t.expand(shape) if prog.reads(k) else t for k, t in enumerate(inputs)]
-    contiguous = tuple(t.is_contiguous() or not prog.reads(k) for k, t in enumerate(expanded))
+    reads = _reads(prog)
+    expanded = [t.expand(shape) if r and t.shape != shape else t
+                for r, t in zip(reads, inputs)]
+    contiguous = tuple(not r or t.is_contiguous() for r, t in zip(reads, expanded))
     rank = len(shape)
-    name, source = source_for(prog, rank, contiguous, _acc(inputs))
-    fn = _load(name, source)
+    fn = _kernel_for(prog, rank, contiguous, _acc(inputs))
     steps = [1] * rank
     for d in range(rank - 2, -1, -1):
         steps[d] = steps[d + 1] * shape[d + 1]
@@ -173,7 +193,7 @@ _RELU_AXPY = Program(2, (("({0} * 2.0)", ("x0",)), ("({0} + {1})", ("t0", "x1"))
 
 def relu_axpy(x: torch.Tensor, y: torch.Tensor, out=None) -> torch.Tensor:
     """``relu(x * 2 + y)`` as one fused kernel (the fusion example from the issue)."""
-    shape = torch.broadcast_shapes(x.shape, y.shape)
+    shape = x.shape if x.shape == y.shape else torch.broadcast_shapes(x.shape, y.shape)
     return run(_RELU_AXPY, [x, y], tuple(shape), x.dtype, None if out is None else [out])[0]
 
 

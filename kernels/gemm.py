@@ -42,14 +42,20 @@ CUDA_CONFIGS = ((128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
                 (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (64, 64, 32, 4, 5),
                 (32, 64, 32, 4, 5))
 CPU_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}
+FP64_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 8}  # float64 on CUDA (tests)
 _tuned: dict[str, object] = {}
 
 
 def _launch(kern, grid, key: tuple[str, ...], args: tuple, meta: dict) -> None:
     """Launch ``kern`` with the CPU config under the interpreter, autotuned on CUDA."""
     if on_cpu(*[a for a in args if isinstance(a, torch.Tensor)]):
-        kern[grid(CPU_CONFIG)](*args, **meta, **CPU_CONFIG)
+        kern[grid(CPU_CONFIG)](*args, **meta, SUMK=False, **CPU_CONFIG)
         return
+    if meta.get("FP64"):  # small tiles: the fp64 products are summed in registers
+        kern[grid(FP64_CONFIG)](*args, **meta, SUMK=True, **FP64_CONFIG, num_warps=4,
+                                num_stages=1)
+        return
+    meta = {**meta, "SUMK": False}
     tuned = _tuned.get(kern.__name__)
     if tuned is None:
         configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k},
@@ -66,13 +72,21 @@ def _launch(kern, grid, key: tuple[str, ...], args: tuple, meta: dict) -> None:
 def _matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
                    sa0, sam, sak, sb0, sbk, sbn, sc0, scm, scn, sbias_m, sbias_n,
                    HAS_BIAS: tl.constexpr, ACT: tl.constexpr, FP64: tl.constexpr,
-                   IEEE: tl.constexpr, UPCAST: tl.constexpr, BLOCK_M: tl.constexpr,
-                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """One BLOCK_M x BLOCK_N tile of ``C[b] = act(A[b] @ B[b] + bias)``; batch b = axis 1."""
+                   SUMK: tl.constexpr,
+                   IEEE: tl.constexpr, UPCAST: tl.constexpr, GROUP_M: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """One BLOCK_M x BLOCK_N tile of ``C[b] = act(A[b] @ B[b] + bias)``; batch b = axis 1.
+
+    Tiles are taken in groups of GROUP_M tile rows that sweep the columns together, so the
+    rows of A and the columns of B they share stay in L2."""
     pid, batch = tl.program_id(0), tl.program_id(1)
     n_tiles = (N + BLOCK_N - 1) // BLOCK_N  # (tl.cdiv is a nested jit call: not interpretable)
-    rm = (pid // n_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = (pid % n_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_tiles = (M + BLOCK_M - 1) // BLOCK_M
+    width = GROUP_M * n_tiles
+    first_m = (pid // width) * GROUP_M
+    group_m = tl.minimum(m_tiles - first_m, GROUP_M)
+    rm = (first_m + (pid % width) % group_m) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = ((pid % width) // group_m) * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
     a_ptrs = a_ptr + batch * sa0 + rm[:, None] * sam + rk[None, :] * sak
     b_ptrs = b_ptr + batch * sb0 + rk[:, None] * sbk + rn[None, :] * sbn
@@ -82,7 +96,9 @@ def _matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
         b = tl.load(b_ptrs, mask=(rk[:, None] + k0 < K) & (rn[None, :] < N), other=0.0)
         if UPCAST:  # the interpreter's dot mistreats bf16 operands
             a, b = a.to(tl.float32), b.to(tl.float32)
-        if IEEE:
+        if SUMK:  # fp64 on CUDA: products summed over K (fp64 tl.dot fails to compile)
+            acc += tl.reduce(a[:, :, None] * b[None, :, :], 1, _add_combine)
+        elif IEEE:
             acc = tl.dot(a, b, acc, input_precision="ieee")
         else:
             acc = tl.dot(a, b, acc)
@@ -128,7 +144,8 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias=None, bias_axi
     args = (a, b, a if bias is None else bias, c, m, n, k, *a.stride(), *b.stride(),
             *c.stride(), *sbias)
     meta = {"HAS_BIAS": bias is not None, "ACT": ACTS[act], "FP64": a.dtype == torch.float64,
-            "IEEE": a.dtype in (torch.float32, torch.float64), "UPCAST": _upcast(a)}
+            "IEEE": a.dtype in (torch.float32, torch.float64), "UPCAST": _upcast(a),
+            "GROUP_M": 8}
     _launch(_matmul_kernel, lambda cfg: (cdiv(m, cfg["BLOCK_M"]) * cdiv(n, cfg["BLOCK_N"]), nb),
             ("M", "N", "K"), args, meta)
     return c
@@ -210,7 +227,8 @@ def linear_ref(x, w, bias=None, act=None):
 def _conv_fwd_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K, D, H, W, OD, OH, OW,
                      KD, KH, KW, sxn, sxc, sxd, sxh, sxw, std, sth, stw, pd, ph, pw,
                      dld, dlh, dlw, CG,
-                     HAS_BIAS: tl.constexpr, FP64: tl.constexpr, IEEE: tl.constexpr,
+                     HAS_BIAS: tl.constexpr, FP64: tl.constexpr,
+                     SUMK: tl.constexpr, IEEE: tl.constexpr,
                      UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_K: tl.constexpr):
     """Tile of y (rows: output positions n,od,oh,ow; cols: filters of group axis 1)."""
@@ -239,7 +257,9 @@ def _conv_fwd_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K, D, H, W, OD, OH, OW
                     mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
         if UPCAST:
             a, b = a.to(tl.float32), b.to(tl.float32)
-        if IEEE:
+        if SUMK:  # fp64 on CUDA: products summed over K (fp64 tl.dot fails to compile)
+            acc += tl.reduce(a[:, :, None] * b[None, :, :], 1, _add_combine)
+        elif IEEE:
             acc = tl.dot(a, b, acc, input_precision="ieee")
         else:
             acc = tl.dot(a, b, acc)
@@ -256,7 +276,8 @@ def _conv_fwd_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K, D, H, W, OD, OH, OW
 def _conv_dgrad_kernel(dy_ptr, w_ptr, bias_ptr, dx_ptr, M, N, K, D, H, W, OD, OH, OW,
                        KD, KH, KW, syn, syc, syd, syh, syw, std, sth, stw, pd, ph, pw,
                        dld, dlh, dlw, FG,
-                       HAS_BIAS: tl.constexpr, FP64: tl.constexpr, IEEE: tl.constexpr,
+                       HAS_BIAS: tl.constexpr, FP64: tl.constexpr,
+                       SUMK: tl.constexpr, IEEE: tl.constexpr,
                        UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        BLOCK_K: tl.constexpr):
     """Tile of dx (rows: input positions n,id,ih,iw; cols: channels of group axis 1)."""
@@ -290,7 +311,9 @@ def _conv_dgrad_kernel(dy_ptr, w_ptr, bias_ptr, dx_ptr, M, N, K, D, H, W, OD, OH
                     other=0.0)
         if UPCAST:
             a, b = a.to(tl.float32), b.to(tl.float32)
-        if IEEE:
+        if SUMK:  # fp64 on CUDA: products summed over K (fp64 tl.dot fails to compile)
+            acc += tl.reduce(a[:, :, None] * b[None, :, :], 1, _add_combine)
+        elif IEEE:
             acc = tl.dot(a, b, acc, input_precision="ieee")
         else:
             acc = tl.dot(a, b, acc)
@@ -307,7 +330,8 @@ def _conv_dgrad_kernel(dy_ptr, w_ptr, bias_ptr, dx_ptr, M, N, K, D, H, W, OD, OH
 def _conv_wgrad_kernel(dy_ptr, x_ptr, dw_ptr, M, N, K, D, H, W, OD, OH, OW,
                        KD, KH, KW, syn, syc, sxn, sxc, sxd, sxh, sxw, std, sth, stw,
                        pd, ph, pw, dld, dlh, dlw, CG,
-                       FP64: tl.constexpr, IEEE: tl.constexpr, UPCAST: tl.constexpr,
+                       FP64: tl.constexpr,
+                       SUMK: tl.constexpr, IEEE: tl.constexpr, UPCAST: tl.constexpr,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """Tile of dw (rows: filters of group axis 1; cols: c,kd,kh,kw); K runs over n,o."""
     pid, g = tl.program_id(0), tl.program_id(1)
@@ -336,7 +360,9 @@ def _conv_wgrad_kernel(dy_ptr, x_ptr, dw_ptr, M, N, K, D, H, W, OD, OH, OW,
                     + i_h * sxh + i_w * sxw, mask=ok, other=0.0)
         if UPCAST:
             a, b = a.to(tl.float32), b.to(tl.float32)
-        if IEEE:
+        if SUMK:  # fp64 on CUDA: products summed over K (fp64 tl.dot fails to compile)
+            acc += tl.reduce(a[:, :, None] * b[None, :, :], 1, _add_combine)
+        elif IEEE:
             acc = tl.dot(a, b, acc, input_precision="ieee")
         else:
             acc = tl.dot(a, b, acc)

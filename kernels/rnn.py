@@ -46,7 +46,7 @@ import torch
 import triton.language as tl
 
 from .gemm import matmul
-from .reduce import reduce
+from .reduce import SUM, reduce
 from .runtime import block_for, cdiv, kernel, on_cpu
 from .table import KernelSpec
 
@@ -211,15 +211,27 @@ def _fwd_step_kernel(xw_ptr, h_ptr, c_ptr, w_ptr, b_ptr, h_out, c_out, gates_ptr
         if UPCAST:  # the interpreter's dot mistreats bf16 operands
             a = a.to(tl.float32)
         w = tl.load(w_ptrs, mask=w_mask, other=0.0)
-        acc0 = tl.dot(a, w.to(a.dtype), acc0, input_precision=PREC)
+        if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
+            acc0 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+        else:
+            acc0 = tl.dot(a, w.to(a.dtype), acc0, input_precision=PREC)
         if G > 1:
             w = tl.load(w_ptrs + H * H, mask=w_mask, other=0.0)
-            acc1 = tl.dot(a, w.to(a.dtype), acc1, input_precision=PREC)
+            if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
+                acc1 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+            else:
+                acc1 = tl.dot(a, w.to(a.dtype), acc1, input_precision=PREC)
             w = tl.load(w_ptrs + 2 * H * H, mask=w_mask, other=0.0)
-            acc2 = tl.dot(a, w.to(a.dtype), acc2, input_precision=PREC)
+            if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
+                acc2 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+            else:
+                acc2 = tl.dot(a, w.to(a.dtype), acc2, input_precision=PREC)
         if G > 3:
             w = tl.load(w_ptrs + 3 * H * H, mask=w_mask, other=0.0)
-            acc3 = tl.dot(a, w.to(a.dtype), acc3, input_precision=PREC)
+            if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
+                acc3 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+            else:
+                acc3 = tl.dot(a, w.to(a.dtype), acc3, input_precision=PREC)
     mask = (rn[:, None] < N) & (rh[None, :] < H)
     off = rn[:, None] * H + rh[None, :]  # into (N, H) tensors
     goff = rn[:, None] * (G * H) + rh[None, :]  # into (N, G*H) tensors, gate 0
@@ -290,7 +302,10 @@ def _bwd_step_kernel(dy_ptr, dnext_ptr, dnext_n_ptr, w_ptr, carry_in, carry_out,
                         mask=(rk[:, None] < KA) & (rh[None, :] < H), other=0.0)
             if UPCAST:
                 a = a.to(tl.float32)
-            dh = tl.dot(a, w.to(a.dtype), dh, input_precision=PREC)
+            if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
+                dh += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+            else:
+                dh = tl.dot(a, w.to(a.dtype), dh, input_precision=PREC)
         if MODE == 1:
             for k0 in range(0, H, BLOCK_K):  # the n part: d(hw_n) @ W_hn
                 rk = k0 + tl.arange(0, BLOCK_K)
@@ -300,7 +315,10 @@ def _bwd_step_kernel(dy_ptr, dnext_ptr, dnext_n_ptr, w_ptr, carry_in, carry_out,
                             mask=(rk[:, None] < H) & (rh[None, :] < H), other=0.0)
                 if UPCAST:
                     a = a.to(tl.float32)
-                dh = tl.dot(a, w.to(a.dtype), dh, input_precision=PREC)
+                if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
+                    dh += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+                else:
+                    dh = tl.dot(a, w.to(a.dtype), dh, input_precision=PREC)
     if HAS_CARRY:
         dh += tl.load(carry_in + off, mask=mask, other=0.0).to(ACC)
     dt = dxw_ptr.dtype.element_ty
@@ -358,10 +376,14 @@ def _meta(x: torch.Tensor, n: int, h: int, cuda: bool | None = None) -> dict:
     cuda = not on_cpu(x) if cuda is None else cuda
     fp64 = x.dtype == torch.float64
     meta = {"ACC": tl.float64 if fp64 else tl.float32,
-            "PREC": "ieee" if x.dtype in (torch.float32, torch.float64) else "tf32",
+            # fp64 on CUDA: products summed over K (an fp64 tl.dot fails to compile there)
+            "PREC": ("sum" if cuda else "ieee") if fp64 else
+                    "ieee" if x.dtype == torch.float32 else "tf32",
             "UPCAST": x.dtype == torch.bfloat16 and not cuda}
     if not cuda:
         return {**meta, "BLOCK_N": 16, "BLOCK_H": 16, "BLOCK_K": 16}
+    if fp64:  # tests only: small tiles keep the summed products in registers
+        return {**meta, "BLOCK_N": 16, "BLOCK_H": 16, "BLOCK_K": 8, "num_warps": 4}
     bn, bh = block_for(n, cap=64, floor=16), 64
     while cdiv(n, bn) * cdiv(h, bh) < 128 and bh > 16:
         bh //= 2

@@ -195,12 +195,19 @@ def guarded(kernel: Callable, fallback: Callable, what: str) -> Callable:
     def first(p, ins, aux, rt):
         if state["fn"] is not None:
             return state["fn"](p, ins, aux, rt)
+        gen = getattr(rt, "generator", None)
+        drawn = gen.get_state() if gen is not None else None
         try:
             out = kernel(p, ins, aux, rt)
             state["fn"] = kernel
         except Exception as err:  # noqa: BLE001 - any compiler/launcher failure falls back
-            warnings.warn(f"Triton kernel for {what} failed ({type(err).__name__}: {err}); "
+            cause = err.__cause__ or err.__context__
+            why = f"{type(err).__name__}: {err}" + \
+                (f" <- {type(cause).__name__}: {cause}" if cause is not None else "")
+            warnings.warn(f"Triton kernel for {what} failed ({why}); "
                           "using the torch reference instead", RuntimeWarning, stacklevel=2)
+            if drawn is not None:  # the reference draws the random numbers the kernel drew
+                gen.set_state(drawn)
             state["fn"] = fallback
             out = fallback(p, ins, aux, rt)
         return out

@@ -7,6 +7,7 @@ import torch
 import symgraph as mx
 from symgraph.ops.base import Case, OpDef
 from symgraph.symbol.op_api import invoke
+from tests import device
 
 
 def op_symbol(op: OpDef, case: Case):
@@ -42,7 +43,7 @@ def bind(op: OpDef, case: Case, values: list[np.ndarray], grad: bool):
     reqs = {n: ("write" if grad and int(n[2:]) not in case.no_grad_inputs
                 and int(n[2:]) not in case.ints else "null") for n in args}
     dtype = values[0].dtype if values else np.float64
-    exe = sym.simple_bind(mx.cpu(), grad_req=reqs, type_dict=dict.fromkeys(names, dtype),
+    exe = sym.simple_bind(device.context(), grad_req=reqs, type_dict=dict.fromkeys(names, dtype),
                           **{n: v.shape for n, v in zip(names, values)})
     for n, v in zip(names, values):
         target = exe.arg_dict[n] if n in exe.arg_dict else exe.aux_dict[n]

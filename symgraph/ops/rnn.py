@@ -228,10 +228,12 @@ def run(p, x: torch.Tensor, w: torch.Tensor, hx: torch.Tensor, cx, seed: int = -
     """The reference: ``(output, hy, cy or None)`` through torch's fused recurrent kernels."""
     flat = unpack(p, w, x.shape[2])
     fused, bi, layers = _FUSED[p.mode], p.bidirectional, p.num_layers
+    # cuDNN keeps its reserve space only in training mode; dropout is 0 here either way
+    train = torch.is_grad_enabled()
     if seed < 0:
         if p.mode == "lstm":
-            return fused(x, (hx, cx), flat, True, layers, 0.0, False, bi, False)
-        y, hy = fused(x, hx, flat, True, layers, 0.0, False, bi, False)
+            return fused(x, (hx, cx), flat, True, layers, 0.0, train, bi, False)
+        y, hy = fused(x, hx, flat, True, layers, 0.0, train, bi, False)
         return y, hy, None
     # dropout between layers: one layer at a time, MXNet's masks from the seed
     d = _dirs(p)
@@ -244,10 +246,10 @@ def run(p, x: torch.Tensor, w: torch.Tensor, hx: torch.Tensor, cx, seed: int = -
         h0 = hx[d * layer:d * (layer + 1)]
         if p.mode == "lstm":
             y, hy, cy = fused(y, (h0, cx[d * layer:d * (layer + 1)]), ws, True, 1, 0.0,
-                              False, bi, False)
+                              train, bi, False)
             cys.append(cy)
         else:
-            y, hy = fused(y, h0, ws, True, 1, 0.0, False, bi, False)
+            y, hy = fused(y, h0, ws, True, 1, 0.0, train, bi, False)
         hys.append(hy)
     return y, torch.cat(hys), torch.cat(cys) if cys else None
 

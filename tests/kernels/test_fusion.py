@@ -6,6 +6,7 @@ import pytest
 
 import symgraph as mx
 from symgraph import config
+from tests import device
 
 
 @pytest.fixture
@@ -15,7 +16,7 @@ def triton_backend():
 
 
 def _bind(net, **shapes):
-    exe = net.simple_bind(mx.cpu(), grad_req="null", **shapes)
+    exe = net.simple_bind(device.context(), grad_req="null", **shapes)
     rng = np.random.RandomState(0)
     for arr in exe.arg_arrays:
         arr[:] = rng.uniform(-1, 1, arr.shape)
@@ -51,9 +52,9 @@ def test_chain_with_broadcast_input_and_shared_intermediate(triton_backend):
 def test_fused_training_step_matches_torch_backend(triton_backend):
     x, w = mx.sym.Variable("x"), mx.sym.Variable("w")
     net = mx.sym.MakeLoss(mx.sym.sum(mx.sym.sigmoid(x * w + 1) * x))
-    exe = net.simple_bind(mx.cpu(), x=(4, 7), w=(4, 7))
+    exe = net.simple_bind(device.context(), x=(4, 7), w=(4, 7))
     with config.override(backend="torch"):
-        ref = net.simple_bind(mx.cpu(), x=(4, 7), w=(4, 7))
+        ref = net.simple_bind(device.context(), x=(4, 7), w=(4, 7))
     rng = np.random.RandomState(1)
     for name in ("x", "w"):
         value = rng.uniform(-1, 1, (4, 7))
@@ -79,7 +80,7 @@ def test_generated_source_is_readable_and_cached(triton_backend):
 
 def test_integer_tensors_stay_on_the_reference(triton_backend):
     net = mx.sym.Variable("x") + 1
-    exe = net.simple_bind(mx.cpu(), grad_req="null", type_dict={"x": "int32"}, x=(2, 3))
+    exe = net.simple_bind(device.context(), grad_req="null", type_dict={"x": "int32"}, x=(2, 3))
     assert exe._plan.impl[exe._plan.forward_train[0][-1].name].startswith("torch:")
     exe.arg_dict["x"][:] = 4
     assert exe.forward()[0].asnumpy().tolist() == [[5, 5, 5], [5, 5, 5]]
@@ -119,9 +120,9 @@ def test_activation_folds_into_the_gemm_epilogue(triton_backend):
     net = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=6, name="fc"),
                             act_type="relu", name="act")
     net = mx.sym.LinearRegressionOutput(net, name="lro")
-    exe = net.simple_bind(mx.cpu(), data=(5, 7))
+    exe = net.simple_bind(device.context(), data=(5, 7))
     with config.override(backend="torch"):
-        ref = net.simple_bind(mx.cpu(), data=(5, 7))
+        ref = net.simple_bind(device.context(), data=(5, 7))
     rng = np.random.RandomState(0)
     for name in exe.arg_dict:
         value = rng.uniform(-1, 1, exe.arg_dict[name].shape)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from kernels.table import all_kernels
+from tests import device
 
 SPECS = all_kernels()
 CASES = [pytest.param(spec, shape, dtype, id=f"{name}-{'x'.join(map(str, shape))}-{dtype}"[:90])
@@ -32,7 +33,7 @@ def _clone(args):
 
 @pytest.mark.parametrize("spec,shape,dtype", CASES)
 def test_kernel_matches_reference(spec, shape, dtype):
-    args, kwargs = spec.make(dtype, torch.device("cpu"), shape)
+    args, kwargs = spec.make(dtype, device.TORCH, shape)
     want = _as_tuple(spec.ref(*_clone(args), **kwargs))
     outs = tuple(_poisoned(w) for w in want)
     got = _as_tuple(spec.fn(*args, out=outs if len(outs) > 1 else outs[0], **kwargs))

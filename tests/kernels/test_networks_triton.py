@@ -9,6 +9,7 @@ import pytest
 
 import symgraph as mx
 from symgraph import config
+from tests import device
 
 NETS = Path(__file__).parent.parent / "fixtures" / "mxnet" / "nets"
 
@@ -38,7 +39,7 @@ def _nets():
 
 def _bind(sym, shapes, backend):
     with config.override(backend=backend):
-        exe = sym.simple_bind(mx.cpu(), **shapes)
+        exe = sym.simple_bind(device.context(), **shapes)
     rng = np.random.RandomState(0)
     for name, arr in exe.arg_dict.items():
         arr[:] = rng.randint(0, 3, arr.shape) if name.endswith("label") else \

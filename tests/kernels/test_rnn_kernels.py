@@ -11,6 +11,7 @@ import torch
 
 from kernels import rnn, runtime
 from kernels.rnn import MODES, rnn_layer_bwd, rnn_layer_bwd_ref, rnn_layer_fwd, rnn_layer_fwd_ref
+from tests import device
 
 SHAPES = ((3, 2, 5), (1, 3, 4), (4, 17, 19))  # (T, N, H); 17 x 19 spans two 16-wide tiles
 TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-10, 1e-10)}
@@ -18,14 +19,14 @@ GRAD_TOL = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-10, 1e-10)}
 
 
 def _operands(mode, shape, dtype=torch.float32, seed=0):
-    return rnn._operands(mode, dtype, torch.device("cpu"), shape, seed)
+    return rnn._operands(mode, dtype, device.TORCH, shape, seed)
 
 
 def _grads(mode, shape, dtype, which):
     """dy and the final-state gradients (``which``: 'both', 'dh', 'dc' or 'none')."""
     gen = torch.Generator().manual_seed(7)
     steps, n, h = shape
-    dy, dh, dc = (torch.randn(s, generator=gen).to(dtype) for s in
+    dy, dh, dc = (torch.randn(s, generator=gen).to(device.TORCH, dtype) for s in
                   ((steps, n, h), (n, h), (n, h)))
     dh = dh if which in ("both", "dh") else None
     dc = dc if which in ("both", "dc") and mode == "lstm" else None
