@@ -18,8 +18,8 @@ run() {  # run NAME SECONDS CMD...: log to $DEST/NAME.log, print its tail
     timeout -k 10 "$secs" "$@" >"$DEST/$name.log" 2>&1
     echo "== $name: exit $? in $((SECONDS - t0)) s"
     case $name in  # test logs are verbose (-v): show failures and the summary only
-    tests|ops) grep -E "FAILED|ERROR|passed|failed" "$DEST/$name.log" | grep -v "^E " \
-        | cut -c1-160 | sort -u | head -n 40 ;;
+    tests|ops|failing) grep -E "FAILED|ERROR|passed|failed|^E  " "$DEST/$name.log" \
+        | cut -c1-200 | awk '!seen[$0]++' | head -n ${LINES_SHOWN:-40} ;;
     *) tail -n "${TAIL:-15}" "$DEST/$name.log" ;;
     esac
 }
@@ -39,7 +39,9 @@ for stage in $stages; do
     kernels) run kernels "${KERNELS_S:-240}" $PY benchmarks/bench_kernels.py \
         --json "$DEST/kernels_gpu.json" ${KERNEL_ARGS:-} ;;
     lstm) run lstm "${LSTM_S:-240}" $PY benchmarks/bench_lstm.py --gpu \
-        --json "$DEST/lstm_gpu.json" ;;
+        --json "$DEST/lstm_gpu.json" ${LSTM_ARGS:-} ;;
+    failing) run failing "${FAILING_S:-150}" $PY -m pytest -o addopts= -p no:cacheprovider -q \
+        --tb=short -n "${WORKERS:-14}" --timeout 120 ${PYTEST_ARGS:-} ;;
     *) echo "unknown stage $stage" ;;
     esac
 done

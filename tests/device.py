@@ -14,6 +14,12 @@ NAME = os.environ.get("SYMGRAPH_TEST_DEVICE", "cpu")
 TORCH = torch.device(NAME)
 ON_GPU = TORCH.type == "cuda"
 
+if ON_GPU:
+    # the Triton kernels compute fp32 products in IEEE precision; torch's cuDNN references
+    # would use TF32 by default, which is ~1e-3 off: compare like with like
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+
 
 def context():
     """The symgraph Context matching the test device."""

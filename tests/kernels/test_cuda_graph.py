@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 import torch
 
+from tests import device  # noqa: F401 - TF32 off on GPU runs
+
 import symgraph as mx
 from symgraph import config, cuda_graph
 
