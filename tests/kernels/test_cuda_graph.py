@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from tests import device  # noqa: F401 - TF32 off on GPU runs
-
 import symgraph as mx
 from symgraph import config, cuda_graph
+from tests import device  # noqa: F401 - TF32 off on GPU runs
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
