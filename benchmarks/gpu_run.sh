@@ -41,7 +41,7 @@ for stage in $stages; do
     lstm) run lstm "${LSTM_S:-240}" $PY benchmarks/bench_lstm.py --gpu \
         --json "$DEST/lstm_gpu.json" ${LSTM_ARGS:-} ;;
     failing) run failing "${FAILING_S:-150}" $PY -m pytest -o addopts= -p no:cacheprovider -q \
-        --tb=short -n "${WORKERS:-14}" --timeout 120 ${PYTEST_ARGS:-} ;;
+        --tb=short -n "${WORKERS:-14}" --timeout 120 ${PYTEST_K:+-k "$PYTEST_K"} ${PYTEST_ARGS:-} ;;
     *) echo "unknown stage $stage" ;;
     esac
 done
