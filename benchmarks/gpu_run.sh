@@ -8,6 +8,7 @@ set -u
 DEST=${DEST:-benchmarks/results/gpu}
 mkdir -p "$DEST"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 SYMGRAPH_TEST_DEVICE=cuda
+export SYMGRAPH_FAILURE_LOG=${SYMGRAPH_FAILURE_LOG:-$DEST/failures.log}
 PY=${PY:-python3}
 stages=${*:-tests ops mlp kernels}
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader

@@ -289,9 +289,9 @@ def pool_fwd_ref(x: torch.Tensor, g: PoolGeometry) -> torch.Tensor:
         y = F.avg_pool3d(F.pad(base, widths), ks, ss) * math.prod(ks)
     y = y[:, :, :outs[0], :outs[1], :outs[2]]
     if kind == 1:
-        div = torch.ones(())
+        div = torch.ones((), device=x5.device)
         for d, k, s, q, o in zip(spatial, ks, ss, ps, outs):
-            start = torch.arange(o) * s - q
+            start = torch.arange(o, device=x5.device) * s - q
             size = (torch.clamp(start + k, max=d + q) - start if g.count_include_pad
                     else torch.clamp(start + k, max=d) - torch.clamp(start, min=0))
             div = div[..., None] * size.float()

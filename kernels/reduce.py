@@ -224,8 +224,8 @@ _TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (2e-3, 2e-3),
 _io = {"bytes": lambda x, *a, **kw: tensor_bytes(x)}
 
 
-def _spec(name, fn, ref, make, shapes, dtypes=_ALL):
-    return KernelSpec(name=name, fn=fn, ref=ref, make=make, shapes=shapes, bench_shapes=_BENCH,
+def _spec(name, fn, ref, make, shapes, dtypes=_ALL, bench=_BENCH):
+    return KernelSpec(name=name, fn=fn, ref=ref, make=make, shapes=shapes, bench_shapes=bench,
                       dtypes=dtypes, tol=_TOL, family="reduce", **_io)
 
 
@@ -237,7 +237,8 @@ KERNELS = [
             _make((1,), op, keepdims=True), ((7, 13, 3),), dtypes=(torch.float32,))
       for op in OPS),
     *(_spec(f"reduce_{op}_split_axes", reduce, reduce_ref, _make((0, 2), op),
-            ((3, 4, 5), (5, 2, 7)), dtypes=(torch.float32,)) for op in OPS),
+            ((3, 4, 5), (5, 2, 7)), dtypes=(torch.float32,),
+            bench=((64, 4096, 64), (256, 256, 256))) for op in OPS),
     _spec("argmax_last", arg_reduce, arg_reduce_ref, _make(None, axis=-1),
           ((3, 37), (5, 129))),
     _spec("argmin_axis0_keepdims", arg_reduce, arg_reduce_ref,

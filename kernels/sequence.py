@@ -105,7 +105,7 @@ def _len(lengths, steps: int, batch: int, device) -> torch.Tensor:
 def sequence_mask_ref(x, lengths, value=0.0, axis=0):
     """Reference: torch.where against arange (reads and writes x once)."""
     xt = _time_major(x, axis)
-    t = torch.arange(xt.shape[0]).unsqueeze(1)
+    t = torch.arange(xt.shape[0], device=x.device).unsqueeze(1)
     keep = t < _len(lengths, xt.shape[0], xt.shape[1], x.device).unsqueeze(0)
     keep = keep.reshape(keep.shape + (1,) * (x.dim() - 2))
     fill = torch.tensor(value, dtype=torch.float64).to(x.dtype)
@@ -122,7 +122,7 @@ def sequence_reverse_ref(x, lengths):
     """Reference: torch.gather of source steps (reads and writes x once)."""
     steps, batch = x.shape[0], x.shape[1]
     n = _len(lengths, steps, batch, x.device).clamp(0, steps).unsqueeze(0)
-    t = torch.arange(steps).unsqueeze(1)
+    t = torch.arange(steps, device=x.device).unsqueeze(1)
     src = torch.where(t < n, n - 1 - t, t)
     src = src.reshape(src.shape + (1,) * (x.dim() - 2)).expand(x.shape)
     return torch.gather(x, 0, src)
@@ -140,7 +140,7 @@ def sequence_last_ref(x, lengths, axis=0):
     """Reference: advanced indexing (reads and writes B rows)."""
     xt = _time_major(x, axis)
     idx = (_len(lengths, xt.shape[0], xt.shape[1], x.device) - 1).clamp(0, xt.shape[0] - 1)
-    return xt[idx, torch.arange(xt.shape[1])]
+    return xt[idx, torch.arange(xt.shape[1], device=x.device)]
 
 
 def sequence_last_backward(g: torch.Tensor, lengths, shape: tuple, axis: int = 0,
@@ -152,10 +152,10 @@ def sequence_last_backward(g: torch.Tensor, lengths, shape: tuple, axis: int = 0
 
 def sequence_last_backward_ref(g, lengths, shape, axis=0):
     """Reference: zeros with an indexed assignment (writes the gradient once)."""
-    out = torch.zeros(tuple(shape), dtype=g.dtype)
+    out = torch.zeros(tuple(shape), dtype=g.dtype, device=g.device)
     xt = _time_major(out, axis)
     idx = (_len(lengths, xt.shape[0], xt.shape[1], g.device) - 1).clamp(0, xt.shape[0] - 1)
-    xt[idx, torch.arange(xt.shape[1])] = g
+    xt[idx, torch.arange(xt.shape[1], device=g.device)] = g
     return out
 
 

@@ -257,7 +257,7 @@ def softmax_output_bwd_ref(p, label, grad_scale=1.0, ignore_label=-1.0, use_igno
     p2 = p.reshape(outer, n, inner).movedim(1, -1).reshape(-1, n).double()
     if tuple(label.shape) == tuple(p.shape):
         t = label.reshape(outer, n, inner).movedim(1, -1).reshape(-1, n).double()
-        keep = torch.ones(t.shape[0], dtype=torch.bool)
+        keep = torch.ones(t.shape[0], dtype=torch.bool, device=p.device)
     else:
         lab = label.reshape(-1)
         t = torch.full_like(p2, smooth_alpha / max(n - 1, 1))
