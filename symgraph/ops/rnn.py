@@ -229,7 +229,7 @@ def run(p, x: torch.Tensor, w: torch.Tensor, hx: torch.Tensor, cx, seed: int = -
     flat = unpack(p, w, x.shape[2])
     fused, bi, layers = _FUSED[p.mode], p.bidirectional, p.num_layers
     # cuDNN keeps its reserve space only in training mode; dropout is 0 here either way
-    train = torch.is_grad_enabled()
+    train = torch.is_grad_enabled() and not p.projection_size
     if seed < 0:
         if p.mode == "lstm":
             return fused(x, (hx, cx), flat, True, layers, 0.0, train, bi, False)
