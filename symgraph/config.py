@@ -28,6 +28,9 @@ class Config:
     # under autograd.record(), compose consecutive graph calls (a block and its loss) into one
     # graph run when a value is first needed (symgraph.deferred)
     defer_recorded: bool = True
+    # bind-time graph rewrites declared by ops (symgraph.rewrite), e.g. pick(log_softmax(x))
+    # into one op; the symbol itself is never changed
+    graph_rewrites: bool = True
 
 
 _current: Config | None = None
@@ -48,6 +51,7 @@ def _from_env() -> Config:
         debug=env.get("SYMGRAPH_DEBUG", "0") == "1",
         max_buckets=int(env.get("SYMGRAPH_MAX_BUCKETS", str(Config.max_buckets))),
         defer_recorded=env.get("SYMGRAPH_DEFER_RECORDED", "1") != "0",
+        graph_rewrites=env.get("SYMGRAPH_REWRITES", "1") != "0",
     )
 
 

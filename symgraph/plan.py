@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import config
+from . import config, rewrite
 from .autodiff import Gradients, build_gradients
 from .base import NAME_TO_TORCH, MXNetError, ShapeError
 from .graph import IndexedGraph
@@ -338,6 +338,10 @@ def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
 
     ``fwd``: ``(IndexedGraph(heads), its shapes, its dtypes)`` when the caller inferred them.
     """
+    if config.get().graph_rewrites:
+        rewritten = rewrite.apply(heads, shapes_in, dtypes_in, fwd)
+        if rewritten is not heads:  # a new graph: its shapes are inferred again below
+            heads, fwd = rewritten, None
     fwd, fwd_values = (fwd[0], fwd[1:]) if fwd is not None else (IndexedGraph(heads), None)
     by_name = {fwd.nodes[i].name: i for i in fwd.variable_ids}
     graph, grads = _combined(heads, [by_name[n] for n in wrt], fwd)

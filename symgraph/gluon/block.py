@@ -23,7 +23,7 @@ from ..ndarray.ndarray import NDArray
 from ..symbol import symbol as _sym
 from ..symbol.naming import NameManager, Prefix
 from ..symbol.symbol import Symbol
-from .parameter import DeferredInitializationError, Parameter, ParameterDict
+from .parameter import DeferredInitializationError, Parameter, ParameterDict, arrays_version
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -388,6 +388,7 @@ class HybridBlock(Block):
         self._cached_graph: tuple = ()
         self._cached_op = None
         self._cached_op_params: list[Parameter] = []
+        self._param_cache: tuple | None = None  # ((ctx, arrays_version), arrays)
         self._in_format = None
         self._out_format = None
         self._active = False
@@ -412,6 +413,7 @@ class HybridBlock(Block):
     def _clear_cached_op(self) -> None:
         self._cached_graph = ()
         self._cached_op = None
+        self._param_cache = None
 
     def cast(self, dtype) -> None:
         self._clear_cached_op()
@@ -485,13 +487,21 @@ class HybridBlock(Block):
             raise MXNetError(f"{self.name}: the graph reads {missing}, which are neither "
                              "inputs nor parameters of this block")
         self._cached_op_params = [by_name[n] for n in wanted]
+        self._param_cache = None
         self._cached_op = CachedGraph(out, names, self._param_arrays, f"block {self.name}")
 
     def _param_arrays(self, ctx) -> dict:
+        """name -> (data, grad or None, grad_req) on ``ctx``; kept until any parameter's
+        arrays change (``arrays_version``), so a training step does not look them up."""
+        key = (ctx, arrays_version())
+        kept = self._param_cache
+        if kept is not None and kept[0] == key:
+            return kept[1]
         out = {}
         for p in self._cached_op_params:
             req = p.grad_req
             out[p.name] = (p.data(ctx), None if req == "null" else p.grad(ctx), req)
+        self._param_cache = (key, out)
         return out
 
     def _call_cached_op(self, *args):

@@ -101,6 +101,15 @@ def _dtype_str(arr: NDArray) -> str:
     return name if name == 'bfloat16' else str(arr.dtype)
 
 
+_ARRAYS_VERSION = [0]
+
+
+def arrays_version() -> int:
+    """A number that changes whenever any parameter's arrays, contexts, gradient request or
+    deferred initialisation change (not their values)."""
+    return _ARRAYS_VERSION[0]
+
+
 class Parameter:
     """A container holding a parameter (weight) of Blocks, one copy per context.
 
@@ -143,6 +152,16 @@ because the later does not include Parameters of nested child Blocks
     ...
     AssertionError: Expected shape (3,) is incompatible with given shape (2,).
     """
+
+    # assigning any of these changes which arrays a block's graph must use: bumps
+    # ``arrays_version()``, so blocks can keep their parameter arrays between calls
+    _VERSIONED = frozenset({"_data", "_grad", "_grad_req", "_ctx_list", "_ctx_map",
+                            "_deferred_init"})
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in Parameter._VERSIONED:
+            _ARRAYS_VERSION[0] += 1
+        object.__setattr__(self, name, value)
 
     def __init__(self, name: str, grad_req: str = 'write', shape=None, dtype=mx_real_t,
                  lr_mult: float = 1.0, wd_mult: float = 1.0, init=None,

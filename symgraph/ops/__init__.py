@@ -17,6 +17,7 @@ from . import (  # noqa: F401 - imported to register their ops
     l2_normalization,
     layer_norm,
     leaky_relu,
+    log_softmax_pick,
     make_loss,
     matmul,
     pooling,
@@ -32,6 +33,7 @@ from . import (  # noqa: F401 - imported to register their ops
     softmax_output,
     upsampling,
 )
-from .base import OPS, Case, OpDef, canonical_ops, get_op, register
+from .base import OPS, REWRITES, Case, OpDef, Rewrite, canonical_ops, get_op, register
 
-__all__ = ["OPS", "Case", "OpDef", "canonical_ops", "get_op", "register"]
+__all__ = ["OPS", "REWRITES", "Case", "OpDef", "Rewrite", "canonical_ops", "get_op",
+           "register"]

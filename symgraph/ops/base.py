@@ -197,6 +197,33 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """A bind-time graph rewrite, declared beside the op it introduces.
+
+    ``apply(node, ctx)`` is tried on every node whose op is ``root``, inputs first; it
+    returns the replacement node (made with ``ctx.node``) or None. ``ctx`` (see
+    :mod:`symgraph.rewrite`) tells how many readers an entry has in the user's graph and
+    its inferred shape and dtype. A rewrite must not change any value the graph can
+    observe: heads, their gradients, and entries read elsewhere.
+    """
+
+    name: str
+    root: str
+    apply: Callable
+
+
+REWRITES: dict[str, list[Rewrite]] = {}
+"""Registered rewrites by the op name they start from."""
+
+
+def register_rewrite(rule: Rewrite) -> Rewrite:
+    """Add a graph rewrite (see :mod:`symgraph.rewrite`)."""
+    assert all(r.name != rule.name for r in REWRITES.get(rule.root, ())), rule.name
+    REWRITES.setdefault(rule.root, []).append(rule)
+    return rule
+
+
 def get_op(name: str) -> OpDef:
     """Look an operator up by name or alias; unknown names raise ``OpNotFoundError``."""
     try:

@@ -112,10 +112,10 @@ def _prepared(fn):
     def prepare(p, in_shapes, out_shapes, out=None):
         axes, keep = reduce_axes(p, len(in_shapes[0])), p.keepdims
         shape = tuple(out_shapes[0])
-        if not axes:
-            if out is None:
-                return lambda p, ins, aux, rt: (ins[0].clone(),)
-            return lambda p, ins, aux, rt: (out.copy_(ins[0]),)
+        if all(in_shapes[0][a] == 1 for a in axes):  # nothing to reduce (a loss's mean
+            if out is None:  # over its one value per sample): the values, reshaped
+                return lambda p, ins, aux, rt: (ins[0].reshape(shape).clone(),)
+            return lambda p, ins, aux, rt: (out.copy_(ins[0].reshape(shape)),)
         if out is None:
             return lambda p, ins, aux, rt: (fn(ins[0], axes, keep).reshape(shape),)
         if fn is not _sum:
