@@ -17,6 +17,7 @@ import argparse
 import datetime
 import json
 import logging
+import statistics
 import subprocess
 import time
 
@@ -94,21 +95,31 @@ def main() -> None:
 
     import symgraph as mx
     from benchmarks.bench_module import module_rate
-    best = {"gluon": 0.0, "gluon_softmax_output": 0.0, "module": 0.0, "mxnet_gluon": None}
-    for _ in range(args.rounds):  # interleaved: every side sees the same machine state
-        best["gluon"] = max(best["gluon"], gluon_rate(mx, args.batches))
-        best["gluon_softmax_output"] = max(best["gluon_softmax_output"],
-                                           gluon_rate(mx, args.batches, "softmax_output"))
-        best["module"] = max(best["module"], module_rate(mx, "mlp", args.batches))
+    runs: dict[str, list[float]] = {"gluon": [], "gluon_softmax_output": [], "module": []}
+    peers = {"gluon": lambda: gluon_rate(mx, args.batches),
+             "gluon_softmax_output": lambda: gluon_rate(mx, args.batches, "softmax_output"),
+             "module": lambda: module_rate(mx, "mlp", args.batches)}
+    mxnet_runs = []
+    for r in range(args.rounds):  # interleaved, order alternating: drift hits every side
+        for name in (list(peers) if r % 2 == 0 else list(reversed(peers))):
+            runs[name].append(peers[name]())
         theirs = mxnet_rate(args.mxnet_python, args.batches)
         if theirs is not None:
-            best["mxnet_gluon"] = max(best["mxnet_gluon"] or 0.0, theirs)
-    ratio = best["gluon"] / best["module"]
-    same = best["gluon_softmax_output"] / best["module"]
+            mxnet_runs.append(theirs)
+    # the ratio within each round (same machine state), then the median over rounds: a noisy
+    # shared CPU moves both sides of a round alike, and one lucky round cannot decide it
+    ratio = statistics.median(g / m for g, m in zip(runs["gluon"], runs["module"]))
+    same = statistics.median(g / m for g, m in zip(runs["gluon_softmax_output"],
+                                                   runs["module"]))
+    best = {k: max(v) for k, v in runs.items()}
+    best["mxnet_gluon"] = max(mxnet_runs) if mxnet_runs else None
     print(f"mlp gluon.Trainer {best['gluon']:9.1f} samples/s  Module.fit {best['module']:9.1f} "
-          f"samples/s  ratio {ratio:.3f}x (target >= 0.95)  mxnet gluon {best['mxnet_gluon']}")
+          f"samples/s (best rounds)  median round ratio {ratio:.3f}x (target >= 0.95)  "
+          f"mxnet gluon {best['mxnet_gluon']}")
     print(f"mlp gluon.Trainer with Module's SoftmaxOutput head "
-          f"{best['gluon_softmax_output']:9.1f} samples/s  ratio {same:.3f}x")
+          f"{best['gluon_softmax_output']:9.1f} samples/s  median round ratio {same:.3f}x")
+    print("per-round gluon/module ratios: " +
+          " ".join(f"{g / m:.3f}" for g, m in zip(runs["gluon"], runs["module"])))
     if args.json:
         from symgraph.symbol.json_io import atomic_write
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -116,7 +127,9 @@ def main() -> None:
         result = {"device": f"cpu ({torch.get_num_threads()} threads)",
                   "date": datetime.date.today().isoformat(), "commit": head,
                   "batches": args.batches, "rounds": args.rounds,
-                  "samples_per_s": best, "ratio_gluon_over_module": round(ratio, 3),
+                  "samples_per_s_best_round": best, "rounds_samples_per_s": runs,
+                  "ratio_gluon_over_module": round(ratio, 3),
+                  "ratio_is": "median over rounds of the per-round gluon / Module ratio",
                   "ratio_same_head_over_module": round(same, 3),
                   "target": ">= 0.95"}
         atomic_write(args.json, (json.dumps(result, indent=2) + "\n").encode())
