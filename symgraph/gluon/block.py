@@ -19,6 +19,7 @@ from collections import OrderedDict, defaultdict
 from .. import initializer
 from .. import ndarray as _nd
 from ..base import MXNetError
+from ..deferred import Pending
 from ..ndarray.ndarray import NDArray
 from ..symbol import symbol as _sym
 from ..symbol.naming import NameManager, Prefix
@@ -99,10 +100,14 @@ def _flatten(args, what: str):
     return flat, fmts
 
 
+# plain arrays: a recorded call's output (Pending) is one too
+_ARRAYS = frozenset({NDArray, Pending})
+
+
 def _flatten_inputs(args: tuple):
     """:func:`_flatten` of call arguments, without the walk when all are NDArrays."""
     for a in args:
-        if type(a) is not NDArray:
+        if type(a) not in _ARRAYS:
             return _flatten(args, "input")
     return list(args), [0] * len(args)
 
@@ -530,7 +535,7 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         """Run the graph on NDArrays, or build the symbolic graph on Symbols."""
-        if type(x) is NDArray and all(type(a) is NDArray for a in args):
+        if type(x) in _ARRAYS and all(type(a) in _ARRAYS for a in args):
             return self._call_cached_op(x, *args)
         flat = _flatten([x] + list(args), "input")[0]
         has_symbol = any(isinstance(a, Symbol) for a in flat)
