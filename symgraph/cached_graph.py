@@ -61,12 +61,14 @@ MAX_PENDING = 8
 class _Slot:
     """One bound executor of a signature, and whether a recorded call holds it."""
 
-    __slots__ = ("exe", "node", "private", "param_ids", "index", "uses")
+    __slots__ = ("exe", "node", "private", "param_ids", "index", "uses", "recorded")
 
     def __init__(self, exe, private: dict, param_ids: tuple, index: int):
         self.exe, self.private, self.param_ids, self.index = exe, private, param_ids, index
         self.node = None  # weak reference to the recorded call awaiting its backward
         self.uses = 0  # a recorded call checks it still owns the executor's values
+        # (params, parameters with gradients, those written directly) of the last record
+        self.recorded: tuple = (None, (), ())
 
     @property
     def busy(self) -> bool:
@@ -92,6 +94,7 @@ class CachedGraph:
         self._uses = 0  # recorded calls so far (the oldest pending executor is reused)
         # input (shape, dtype)s that ran -> the outputs' (shape, dtype)s
         self.signatures: dict[tuple, list[tuple]] = {}
+        self._param_ids: tuple = (None, ())  # (params mapping, ids of its data arrays)
 
     @property
     def num_outputs(self) -> int:
@@ -113,7 +116,8 @@ class CachedGraph:
             record: bool) -> list[NDArray]:
         """Run now (training mode ``training``), leaving a tape node when ``record``."""
         needs = tuple(record and autograd.is_tracked(x) for x in inputs)
-        slot = self._slot(inputs, needs, ctx, params)
+        sig = tuple((tuple(x._t.shape), x._t.dtype) for x in inputs)
+        slot = self._slot(inputs, needs, ctx, params, sig)
         exe = slot.exe
         for name, x in zip(self.input_names, inputs):
             exe._feed(name, x._t)
@@ -122,19 +126,17 @@ class CachedGraph:
         outs = [NDArray(o._t.clone() if clone else o._t) for o in exe.outputs]
         for o in outs:
             o._ctx = ctx
-        sig = tuple((tuple(x._t.shape), x._t.dtype) for x in inputs)
         if sig not in self.signatures:
             self.signatures[sig] = [(tuple(o._t.shape), o._t.dtype) for o in outs]
         if record and (any(needs) or any(g is not None for _, g, _ in params.values())):
             self._record(slot, inputs, outs, params)
         return outs
 
-    def _key(self, inputs, needs, ctx) -> tuple:
-        return (ctx, needs) + tuple((tuple(x._t.shape), x._t.dtype) for x in inputs)
-
-    def _slot(self, inputs, needs, ctx, params: ParamArrays) -> _Slot:
-        pool = self._pools.setdefault(self._key(inputs, needs, ctx), [])
-        ids = tuple(id(d) for d, _, _ in params.values())
+    def _slot(self, inputs, needs, ctx, params: ParamArrays, sig: tuple) -> _Slot:
+        pool = self._pools.setdefault((ctx, needs) + sig, [])
+        if self._param_ids[0] is not params:  # blocks hand the same mapping every step
+            self._param_ids = (params, tuple(id(d) for d, _, _ in params.values()))
+        ids = self._param_ids[1]
         pool[:] = [s for s in pool if s.param_ids == ids or s.busy]  # parameters replaced
         for s in pool:
             if not s.busy and s.param_ids == ids:
@@ -216,10 +218,15 @@ class CachedGraph:
             if ran:
                 self._merge(slot, params, slot_params)
 
-        slot_params = [n for n, (_, g, req) in params.items() if g is not None and req != "null"
-                       and n in exe.grad_dict and exe.grad_dict[n] is not None]
-        # parameters whose gradient this executor writes (not adds) into their own arrays
-        direct = [n for n in slot_params if n not in slot.private and params[n][2] == "write"]
+        if slot.recorded[0] is not params:  # blocks hand the same mapping every step
+            slot_params = [n for n, (_, g, req) in params.items() if g is not None
+                           and req != "null" and n in exe.grad_dict
+                           and exe.grad_dict[n] is not None]
+            # parameters whose gradient this executor writes (not adds) into their arrays
+            direct = [n for n in slot_params
+                      if n not in slot.private and params[n][2] == "write"]
+            slot.recorded = (params, slot_params, direct)
+        _, slot_params, direct = slot.recorded
         node = autograd.Node(inputs, len(outs), run_backward, self.where, finish)
         slot.node = weakref.ref(node)  # the executor is free again once the node is gone
         autograd.attach(outs, node)

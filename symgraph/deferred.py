@@ -140,15 +140,21 @@ def run(chain: Chain) -> None:
     key = (tuple((id(g), w) for g, w in wiring), len(external))
     composed = _COMPOSED.get(key)
     if composed is None:
-        composed = _compose(wiring, len(external))
+        composed = _compose(wiring, len(external)) + ([(), None],)
         _COMPOSED[key] = composed
         while len(_COMPOSED) > _MAX_COMPOSED:
             _COMPOSED.popitem(last=False)
     else:
         _COMPOSED.move_to_end(key)
-    params = {}
-    for _, _, p, _ in calls:
-        params.update(p)
+    parts = tuple(p for _, _, p, _ in calls)
+    kept = composed[2]
+    if len(kept[0]) == len(parts) and all(a is b for a, b in zip(kept[0], parts)):
+        params = kept[1]  # the calls' parameter mappings are those of the last run
+    else:
+        params = {}
+        for p in parts:
+            params.update(p)
+        composed[2][:] = [parts, params]
     results = composed[0].run(external, chain.ctx, chain.training, params, record=True)
     flat = [o for _, _, _, outs in calls for o in outs]
     for pending, value in zip(flat, results):
