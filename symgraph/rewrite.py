@@ -63,6 +63,11 @@ class Context:
         return Node(get_op(op_name), like.name, like.attrs,
                     [(self.mapped[id(src)], k) for src, k in inputs])
 
+    def node_from(self, op_name: str, name: str, attrs: dict, inputs: list[Entry]) -> Node:
+        """A node of ``op_name`` reading ``inputs``, entries of the rewritten graph (a rule
+        folding a node into one an earlier rule made: ``mapped`` gives that one)."""
+        return Node(get_op(op_name), name, attrs, list(inputs))
+
 
 def candidates(order: list[Node]) -> bool:
     """Whether any node is the root of a registered rewrite (the cheap first check)."""

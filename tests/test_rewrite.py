@@ -58,6 +58,24 @@ def test_fused_plan_equals_the_plan_as_written(shape, axis, kw, index, dtype):
                                    else 1e-6, atol=0, err_msg=name)
 
 
+def test_a_per_sample_loss_is_one_launch_each_way():
+    """-pick(log_softmax(x), keepdims) averaged per sample (gluon's SoftmaxCrossEntropyLoss),
+    and scalar products of it, fold into the fused op; values and gradients unchanged."""
+    x, i = mx.sym.Variable("x"), mx.sym.Variable("i")
+    picked = mx.sym.pick(mx.sym.log_softmax(x), i, keepdims=True)
+    values = {"x": np.random.RandomState(3).randn(5, 4).astype("float32"),
+              "i": np.array([0, 3, 1, 2, 9], dtype="float32")}
+    for loss, launches in ((mx.sym.mean(-picked, axis=0, exclude=True), 1),
+                           (mx.sym.mean(mx.sym.negative(picked) * 0.5, axis=0, exclude=True), 1),
+                           ((picked * 0.5) * 0.3, 2),  # a second product does not fold
+                           (mx.sym.mean(picked, axis=0), 2)):  # not the picked axis
+        fused, outs, grads = _run(loss, {"x": (5, 4), "i": (5,)}, values, True)
+        _, want_outs, want_grads = _run(loss, {"x": (5, 4), "i": (5,)}, values, False)
+        assert len(fused._plan.forward_train) == launches, fused.debug_str()
+        np.testing.assert_array_equal(outs[0], want_outs[0])
+        np.testing.assert_array_equal(grads["x"], want_grads["x"])
+
+
 def _not_fused(sym, shapes, dtype="float32"):
     values = {n: np.random.RandomState(1).randint(0, 3, s).astype(dtype)
               for n, s in shapes.items()}

@@ -1,12 +1,14 @@
 """``pick(log_softmax(x), label)`` as one op: the log-likelihood of the labelled classes.
 
 Gluon's ``SoftmaxCrossEntropyLoss`` (and many symbolic scripts) compute
-``-pick(log_softmax(pred, axis), label, axis)``. Bound as written that is four launches per
-step (log_softmax, pick, and their two gradients, the second of which reads a scattered copy
-of the first). The graph rewrite declared here (``symgraph.rewrite``) replaces the pair by
+``-pick(log_softmax(pred, axis), label, axis, keepdims=True)`` averaged per sample. Bound as
+written that is eight launches per step (log_softmax, pick, the negation, the mean, and their
+four gradients). The graph rewrites declared here (``symgraph.rewrite``) replace the pair by
 ``_log_softmax_pick`` when the log-softmax is read by the pick alone, on float32/float64
-data, along the same axis, with no temperature, length or dtype option. The user's symbol is
-unchanged (its JSON, its outputs and their names); only the bound plan differs.
+data, along the same axis, with no temperature, length or dtype option; then fold a
+negation or scalar product of its result into its ``scale``, and a mean over just the picked
+axis (length 1 with ``keepdims``) into dropping that axis. The user's symbol is unchanged
+(its JSON, its outputs and their names); only the bound plan differs.
 
 Numerics are MXNet's, operation for operation. The forward is ``log_softmax`` followed by a
 gather of the labelled entries. The gradient is what ``_backward_log_softmax`` gives for the
@@ -28,13 +30,16 @@ import functools
 
 import torch
 
-from ..attrs import parse_params
+from ..attrs import Param, parse_params
 from .base import Case, OpDef, Rewrite, register, register_rewrite
 from .indexing import _PICK_PARAMS, _index_fn, _pick_dims, _pick_shape, value_type
+from .reduce import reduce_axes
 from .softmax import _PARAMS as _SOFTMAX_PARAMS
 from .softmax import _softmax
 
 _WIDE = (torch.float32, torch.float64)
+_PARAMS = _PICK_PARAMS + (
+    Param("scale", "float", 1.0, doc="Multiplies the result (a folded ``-x`` or ``x * s``)."),)
 
 
 @functools.lru_cache(maxsize=64)
@@ -66,7 +71,13 @@ def _forward(p, ins, aux, rt):
     axis, drop, keep = _pick_dims(p, tuple(x.shape))
     y = _log_softmax(p, x, axis)
     positions = _index_fn(p, x.shape[axis], keep)(index)
-    return torch.gather(y, axis, positions).reshape(keep if p.keepdims else drop), y
+    return _scaled(torch.gather(y, axis, positions).reshape(keep if p.keepdims else drop),
+                   p.scale), y
+
+
+def _scaled(t: torch.Tensor, scale: float) -> torch.Tensor:
+    """``t * scale`` as ``_mul_scalar`` computes it (nothing for 1)."""
+    return t if scale == 1.0 else t * scale
 
 
 def _prepare(p, in_shapes, out_shapes, out=None):
@@ -75,10 +86,11 @@ def _prepare(p, in_shapes, out_shapes, out=None):
         return None
     axis, drop, keep = _pick_dims(p, tuple(in_shapes[0]))
     positions, shape = _index_fn(p, in_shapes[0][axis], keep), keep if p.keepdims else drop
+    scale = p.scale
 
     def run(p, ins, aux, rt):
         y = _log_softmax(p, ins[0], axis)
-        return torch.gather(y, axis, positions(ins[1])).reshape(shape), y
+        return _scaled(torch.gather(y, axis, positions(ins[1])).reshape(shape), scale), y
     return run
 
 
@@ -86,7 +98,7 @@ def _backward(p, ins, aux, rt):
     g, y, index = ins
     axis, _, keep = _pick_dims(p, tuple(y.shape))
     positions = _index_fn(p, y.shape[axis], keep)(index)
-    return (_grad(g, y, axis, keep, positions),)
+    return (_grad(_scaled(g, p.scale), y, axis, keep, positions),)
 
 
 def _grad(g: torch.Tensor, y: torch.Tensor, axis: int, keep: tuple, positions) -> torch.Tensor:
@@ -99,8 +111,9 @@ def _backward_prepare(p, in_shapes, out_shapes, out=None):
     if out is not None:
         return None
     axis, _, keep = _pick_dims(p, tuple(in_shapes[1]))
-    positions = _index_fn(p, in_shapes[1][axis], keep)
-    return lambda p, ins, aux, rt: (_grad(ins[0], ins[1], axis, keep, positions(ins[2])),)
+    positions, scale = _index_fn(p, in_shapes[1][axis], keep), p.scale
+    return lambda p, ins, aux, rt: (
+        _grad(_scaled(ins[0], scale), ins[1], axis, keep, positions(ins[2])),)
 
 
 def _triton_forward(p, ins, aux, rt):
@@ -110,7 +123,8 @@ def _triton_forward(p, ins, aux, rt):
     x, index = ins
     axis, drop, keep = _pick_dims(p, tuple(x.shape))
     y = softmax_fwd(x, axis, None, None, log=True, dtype=x.dtype)
-    return pick(y, index, axis, p.mode).reshape(keep if p.keepdims else drop), y
+    return _scaled(pick(y, index, axis, p.mode).reshape(keep if p.keepdims else drop),
+                   p.scale), y
 
 
 def _triton_backward(p, ins, aux, rt):
@@ -119,26 +133,26 @@ def _triton_backward(p, ins, aux, rt):
     from kernels.softmax import softmax_bwd
     g, y, index = ins
     axis = _pick_dims(p, tuple(y.shape))[0]
-    dy = pick_backward(g.to(y.dtype), index, tuple(y.shape), axis, p.mode)
+    dy = pick_backward(_scaled(g, p.scale).to(y.dtype), index, tuple(y.shape), axis, p.mode)
     return (softmax_bwd(dy, y, axis, None, log=True, dtype=y.dtype),)
 
 
 register(OpDef(
     name="_log_softmax_pick", inputs=("data", "index"), outputs=("output", "log_softmax"),
-    num_visible=lambda p: 1, params=_PICK_PARAMS, hidden=True, infer_shape=_shape,
+    num_visible=lambda p: 1, params=_PARAMS, hidden=True, infer_shape=_shape,
     infer_type=_type, forward=_forward, prepare=_prepare, kernel=_triton_forward,
     gradient=lambda g, p, ins, outs, og: [g.op(
         "_backward_log_softmax_pick", og[0], outs[1], ins[1], axis=p.axis,
-        keepdims=p.keepdims, mode=p.mode), None],
+        keepdims=p.keepdims, mode=p.mode, scale=p.scale), None],
     cases=(Case(((4, 5), (4,)), ints={1: 5}),
            Case(((3, 4, 2), (3, 1, 2)), {"axis": 1, "keepdims": True}, ints={1: 4}),
-           Case(((3, 4), (4,)), {"axis": 0, "mode": "wrap"}, ints={1: 7})),
+           Case(((3, 4), (4,)), {"axis": 0, "mode": "wrap", "scale": -1.0}, ints={1: 7})),
     doc="``pick(log_softmax(data, axis), index, axis)`` in one op (a graph rewrite puts it "
         "in bound plans); the log-softmax is a second, hidden output for the gradient."))
 
 register(OpDef(
     name="_backward_log_softmax_pick", inputs=("ograd", "log_softmax", "index"),
-    params=_PICK_PARAMS, hidden=True,
+    params=_PARAMS, hidden=True,
     infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
     infer_type=value_type((1,)), forward=_backward, prepare=_backward_prepare,
     kernel=_triton_backward,
@@ -169,4 +183,46 @@ def _fuse(node, ctx):
     return ctx.node("_log_softmax_pick", node, [x, node.inputs[1]])
 
 
+def _fused_input(node, ctx):
+    """The fused node ``node`` reads (its single reader), or None."""
+    src = node.inputs[0]
+    fused = ctx.mapped[id(src[0])]
+    if fused.op is None or fused.op.name != "_log_softmax_pick" or src[1] != 0 or \
+            ctx.uses(src) != 1:
+        return None
+    return fused
+
+
+def _fold_scale(node, ctx):
+    """``-f`` or ``f * s`` of the fused op -> the fused op with ``scale`` (the same
+    multiplication, on the same values, forward and backward)."""
+    fused = _fused_input(node, ctx)
+    if fused is None:
+        return None
+    scalar = -1.0 if node.op.name == "negative" else float(node.params.scalar)
+    if fused.params.scale not in (1.0, -1.0) and scalar not in (1.0, -1.0):
+        return None  # (v * a) * b is not v * (a * b) in floating point (exact if a = +-1)
+    attrs = dict(fused.attrs, scale=repr(float(fused.params.scale) * float(scalar)))
+    return ctx.node_from("_log_softmax_pick", fused.name, attrs, fused.inputs)
+
+
+def _fold_mean(node, ctx):
+    """A mean over only the picked axis of length 1 (a loss averaged per sample) -> the
+    fused op without that axis (a mean of one value is the value)."""
+    fused = _fused_input(node, ctx)
+    if fused is None or not fused.params.keepdims or node.params.keepdims:
+        return None
+    shape = ctx.shape(node.inputs[0])
+    if not shape or len(shape) < 2:
+        return None
+    axis = fused.params.axis % len(shape)
+    if reduce_axes(node.params, len(shape)) != (axis,):
+        return None
+    attrs = dict(fused.attrs, keepdims="False")
+    return ctx.node_from("_log_softmax_pick", fused.name, attrs, fused.inputs)
+
+
 register_rewrite(Rewrite(name="log_softmax_pick", root="pick", apply=_fuse))
+for _root in ("_mul_scalar", "negative"):
+    register_rewrite(Rewrite(name=f"log_softmax_pick_{_root}", root=_root, apply=_fold_scale))
+register_rewrite(Rewrite(name="log_softmax_pick_mean", root="mean", apply=_fold_mean))
