@@ -86,6 +86,7 @@ class CachedGraph:
         self.symbol, self.input_names, self.params, self.where = symbol, input_names, params, where
         self._arg_names = symbol.list_arguments()
         self._aux_names = symbol.list_auxiliary_states()
+        self.aux_set = frozenset(self._aux_names)
         missing = [n for n in input_names if n not in self._arg_names]
         if missing:
             raise MXNetError(f"{where}: inputs {missing} are not arguments of the graph "
@@ -137,6 +138,8 @@ class CachedGraph:
         if self._param_ids[0] is not params:  # blocks hand the same mapping every step
             self._param_ids = (params, tuple(id(d) for d, _, _ in params.values()))
         ids = self._param_ids[1]
+        if len(pool) == 1 and pool[0].param_ids == ids and not pool[0].busy:
+            return pool[0]  # the usual step: one executor, free again
         pool[:] = [s for s in pool if s.param_ids == ids or s.busy]  # parameters replaced
         for s in pool:
             if not s.busy and s.param_ids == ids:

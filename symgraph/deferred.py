@@ -89,7 +89,7 @@ def call(graph, inputs: list, ctx, training: bool) -> list[NDArray]:
             if x._chain is not None:
                 run(x._chain)
         return graph.run(inputs, ctx, training, params, record=True)
-    aux = set(graph._aux_names)
+    aux = graph.aux_set
     chains = []
     for x in inputs:
         chain = x._chain
