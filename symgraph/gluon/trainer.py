@@ -14,7 +14,7 @@ from .. import optimizer as opt
 from ..kvstore import KVStore
 from ..model import _create_kvstore, _create_sparse_kvstore
 from ..symbol.json_io import atomic_write
-from .parameter import Parameter, ParameterDict
+from .parameter import Parameter, ParameterDict, arrays_version
 
 __all__ = ["Trainer"]
 
@@ -372,20 +372,29 @@ Parameters with stale gradient
         self._check_and_rescale_grad(self._scale / batch_size)
         self._update(ignore_stale_grad)
 
+    def _trained_arrays(self) -> list[tuple]:
+        """:func:`_trained` of this trainer's parameters, kept until any parameter's arrays
+        change (``arrays_version``): a step does not look them up again."""
+        version = arrays_version()
+        kept = getattr(self, "_trained_cache", None)
+        if kept is None or kept[0] != version or kept[1] is not self._params:
+            kept = self._trained_cache = (version, self._params, _trained(self._params))
+        return kept[2]
+
     def _update(self, ignore_stale_grad: bool = False) -> None:
         loss_scaler = getattr(self, "_amp_loss_scaler", None)
         if loss_scaler is not None and loss_scaler.has_overflow(self._params):
             return  # skip on overflow
         on_kvstore = bool(self._kvstore and self._update_on_kvstore)
         updates: list[list] = [[] for _ in self._updaters]
-        for i, param in enumerate(self._params):
-            if param.grad_req == "null":
-                continue
+        for i, param, datas, grads in self._trained_arrays():
             if not ignore_stale_grad:
-                _check_fresh(param)
+                for data in datas:
+                    if not data._fresh_grad:
+                        _check_fresh(param)
             if on_kvstore:
                 continue  # the kvstore updated it (and fresh flags stay set, as in MXNet)
-            for upd, arr, grad in zip(updates, param.list_data(), param.list_grad()):
+            for upd, arr, grad in zip(updates, datas, grads):
                 if not ignore_stale_grad or arr._fresh_grad:
                     upd.append((i, grad, arr))
                     arr._fresh_grad = False
@@ -438,6 +447,12 @@ Parameters with stale gradient
                 updater.optimizer = self._updaters[0].optimizer
             self._optimizer = self._updaters[0].optimizer
         self._optimizer.param_dict = dict(enumerate(self._params))
+
+
+def _trained(params: list) -> list[tuple]:
+    """(index, parameter, data arrays, gradient arrays) of the parameters with gradients."""
+    return [(i, p, p.list_data(), p.list_grad()) for i, p in enumerate(params)
+            if p.grad_req != "null"]
 
 
 def _check_fresh(param) -> None:
