@@ -248,8 +248,9 @@ def backward(heads, head_grads=None, retain_graph: bool = False,
     for node in order:
         if node.finish is not None:
             node.finish(id(node) in ran, retain_graph)
-        if not retain_graph:
+        if not retain_graph:  # its closures go now, not at the next garbage collection
             node.freed = True
+            node.run_backward = node.finish = None
 
 
 _PASS = [0]

@@ -197,6 +197,7 @@ class CachedGraph:
     # ------------------------------------------------------------ recording
     def _record(self, slot: _Slot, inputs, outs, params: ParamArrays) -> None:
         exe, names = slot.exe, self.input_names
+        out_values = [o._t for o in outs]  # not the arrays: they refer to the node (a cycle)
         self._uses += 1
         slot.uses = use = self._uses
 
@@ -205,8 +206,8 @@ class CachedGraph:
                 raise MXNetError(f"backward through {self.where}: its executor was reused by "
                                  f"a later call ({MAX_PENDING} recorded calls of this graph "
                                  "awaited their backward); call backward sooner")
-            heads = [NDArray(_zeros_like(o._t) if g is None else g)
-                     for o, g in zip(outs, ograds)]
+            heads = [NDArray(_zeros_like(t) if g is None else g)
+                     for t, g in zip(out_values, ograds)]
             written = _written()
             targets = [params[n][1]._t for n in direct]
             kept = [(t, t.clone()) for t in targets if id(t) in written]

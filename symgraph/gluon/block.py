@@ -114,24 +114,28 @@ def _flatten_inputs(args: tuple):
 
 def _regroup(args: list, fmt):
     """Inverse of :func:`_flatten`."""
-    def walk(args, fmt):
-        if isinstance(fmt, int):
-            if fmt == 0:
-                return args[0], args[1:]
-            if fmt == -1:
-                if args[0] is not None:
-                    raise ValueError("We do not support passing types that are not None when "
-                                     "the initial HybridBlock has received NoneType and has "
-                                     f"been hybridized. Received arg = {args[0]}, "
-                                     f"fmt = {fmt}.")
-                return None, args[1:]
-            return args[:fmt], args[fmt:]
-        ret = []
-        for f in fmt:
-            res, args = walk(args, f)
-            ret.append(res)
-        return ret, args
-    return walk(args, fmt)[0]
+    if fmt == 0:  # one array (a module-level walk: a nested recursive closure is a cycle)
+        return args[0]
+    return _walk(args, fmt)[0]
+
+
+def _walk(args, fmt):
+    if isinstance(fmt, int):
+        if fmt == 0:
+            return args[0], args[1:]
+        if fmt == -1:
+            if args[0] is not None:
+                raise ValueError("We do not support passing types that are not None when "
+                                 "the initial HybridBlock has received NoneType and has "
+                                 f"been hybridized. Received arg = {args[0]}, "
+                                 f"fmt = {fmt}.")
+            return None, args[1:]
+        return args[:fmt], args[fmt:]
+    ret = []
+    for f in fmt:
+        res, args = _walk(args, f)
+        ret.append(res)
+    return ret, args
 
 
 def _indent(text: str, spaces: int) -> str:
