@@ -156,7 +156,7 @@ def mark_variables(variables, gradients, grad_reqs="write") -> None:
 
 
 def _heads(heads, head_grads):
-    from .ndarray.ndarray import NDArray
+    NDArray = _array_type()  # noqa: N806 - the class
     if isinstance(heads, NDArray):
         heads = [heads]
         head_grads = None if head_grads is None else (
@@ -171,6 +171,30 @@ def _heads(heads, head_grads):
             raise MXNetError(f"backward: head gradient of shape {tuple(g.shape)} for a head "
                              f"of shape {tuple(h.shape)}")
     return heads, head_grads
+
+
+_ARRAY: list = []
+_ONES: dict = {}
+
+
+def _ones_like(t: torch.Tensor) -> torch.Tensor:
+    """Ones shaped like ``t``, shared per shape/dtype/device (gradients are never updated in
+    place here, so a default head gradient can be one tensor reused every step)."""
+    key = (t.shape, t.dtype, t.device)
+    ones = _ONES.get(key)
+    if ones is None:
+        if len(_ONES) > 256:
+            _ONES.clear()
+        ones = _ONES[key] = torch.ones_like(t)
+    return ones
+
+
+def _array_type():
+    """NDArray (imported on first use: ndarray imports this module)."""
+    if not _ARRAY:
+        from .ndarray.ndarray import NDArray
+        _ARRAY.append(NDArray)
+    return _ARRAY[0]
 
 
 def _order(heads) -> list[Node]:
@@ -217,7 +241,7 @@ def backward(heads, head_grads=None, retain_graph: bool = False,
     pending: dict = {}  # (id(node), k) -> gradient of that output
     leaves: dict = {}  # id(variable) -> (variable, gradient)
     for h, g in zip(heads, head_grads):
-        grad = torch.ones_like(h._t) if g is None else g._t
+        grad = _ones_like(h._t) if g is None else g._t
         if h._ag_node is not None:
             node, k = h._ag_node
             _add(pending, (id(node), k), grad)
@@ -326,7 +350,9 @@ class Function:
         outs = [outputs] if single else list(outputs)
         if is_recording() and any(is_tracked(x) for x in inputs):
             def run_backward(ograds: list) -> list:
-                grads = [NDArray(torch.zeros_like(o._t) if g is None else g)
+                # its own copies: user code may change them in place, and the gradients
+                # handed in can be shared (default head gradients, executor buffers)
+                grads = [NDArray(torch.zeros_like(o._t) if g is None else g.clone())
                          for o, g in zip(outs, ograds)]
                 with pause():
                     got = self.backward(*grads)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from .. import autograd
 from ..base import DTypeError, MXNetError, ShapeError, dtype_name, to_numpy_dtype, to_torch_dtype
 from ..context import Context, context_of
 from . import _index, _math
@@ -89,7 +90,10 @@ class NDArray:
     @property
     def context(self) -> Context:
         """The device the array lives on."""
-        return self._ctx or context_of(self._t.device)
+        ctx = self._ctx
+        if ctx is None:  # kept: an array's tensor never moves to another device
+            ctx = self._ctx = context_of(self._t.device)
+        return ctx
 
     ctx = context
 
@@ -119,7 +123,6 @@ class NDArray:
     # ----------------------------------------------------------------- autograd
     def attach_grad(self, grad_req: str = "write", stype=None) -> None:
         """Allocate a gradient array (``.grad``) that ``backward`` writes (or adds) into."""
-        from .. import autograd
         if stype not in (None, "default"):
             raise MXNetError(f"attach_grad: stype {stype!r} is not supported (dense only)")
         grad = NDArray(torch.zeros_like(self._t))
@@ -134,7 +137,6 @@ class NDArray:
     def backward(self, out_grad=None, retain_graph: bool = False,
                  train_mode: bool = True) -> None:
         """Gradients of this recorded array with respect to every marked variable."""
-        from .. import autograd
         autograd.backward([self], None if out_grad is None else [out_grad],
                           retain_graph=retain_graph, train_mode=train_mode)
 
