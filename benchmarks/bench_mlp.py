@@ -126,6 +126,11 @@ def time_mxnet(python: str, steps: int) -> float | None:
 
 
 def commit() -> str:
+    """The measured commit: ``BENCH_COMMIT`` when set (a copied working tree on a lent GPU
+    machine carries a stale ``.git``), else git's HEAD."""
+    import os
+    if os.environ.get("BENCH_COMMIT"):
+        return os.environ["BENCH_COMMIT"]
     try:
         return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True).strip()
     except (OSError, subprocess.CalledProcessError):
