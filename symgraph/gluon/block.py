@@ -400,6 +400,7 @@ class HybridBlock(Block):
         self._cached_op = None
         self._cached_op_params: list[Parameter] = []
         self._param_cache: tuple | None = None  # ((ctx, arrays_version), arrays)
+        self._fast_call = False  # see __call__
         self._in_format = None
         self._out_format = None
         self._active = False
@@ -425,6 +426,28 @@ class HybridBlock(Block):
         self._cached_graph = ()
         self._cached_op = None
         self._param_cache = None
+        self._fast_call = False
+
+    def __call__(self, *args):
+        """A traced block called on arrays goes straight to its graph (the checks of
+        ``forward`` ran on the first call); anything else takes the general path."""
+        op = self._cached_op
+        if op is not None and self._fast_call and len(args) == len(self._in_format) and \
+                not self._forward_pre_hooks and not self._forward_hooks:
+            for a in args:
+                if type(a) not in _ARRAYS:
+                    break
+            else:
+                ctx = args[0].context
+                if all(a.context == ctx for a in args[1:]):
+                    try:
+                        outs = op(list(args), ctx)
+                    except DeferredInitializationError:
+                        pass  # the general path finishes the initialisation
+                    else:
+                        fmt = self._out_format
+                        return outs[0] if fmt == 0 else _regroup(outs, fmt)
+        return super().__call__(*args)
 
     def cast(self, dtype) -> None:
         self._clear_cached_op()
@@ -500,6 +523,9 @@ class HybridBlock(Block):
         self._cached_op_params = [by_name[n] for n in wanted]
         self._param_cache = None
         self._cached_op = CachedGraph(out, names, self._param_arrays, f"block {self.name}")
+        # plain array arguments, and ``forward`` not overridden: calls may skip to the graph
+        self._fast_call = type(self).forward is HybridBlock.forward and \
+            isinstance(self._in_format, list) and all(f == 0 for f in self._in_format)
 
     def _param_arrays(self, ctx) -> dict:
         """name -> (data, grad or None, grad_req) on ``ctx``; kept until any parameter's
