@@ -95,7 +95,8 @@ class CachedGraph:
         self._uses = 0  # recorded calls so far (the oldest pending executor is reused)
         # input (shape, dtype)s that ran -> the outputs' (shape, dtype)s
         self.signatures: dict[tuple, list[tuple]] = {}
-        self._param_ids: tuple = (None, ())  # (params mapping, ids of its data arrays)
+        # (params mapping, ids of its data arrays, whether any has a gradient)
+        self._param_ids: tuple = (None, (), False)
 
     @property
     def num_outputs(self) -> int:
@@ -129,14 +130,15 @@ class CachedGraph:
             o._ctx = ctx
         if sig not in self.signatures:
             self.signatures[sig] = [(tuple(o._t.shape), o._t.dtype) for o in outs]
-        if record and (any(needs) or any(g is not None for _, g, _ in params.values())):
+        if record and (any(needs) or self._param_ids[2]):  # [2]: any parameter gradient
             self._record(slot, inputs, outs, params)
         return outs
 
     def _slot(self, inputs, needs, ctx, params: ParamArrays, sig: tuple) -> _Slot:
         pool = self._pools.setdefault((ctx, needs) + sig, [])
         if self._param_ids[0] is not params:  # blocks hand the same mapping every step
-            self._param_ids = (params, tuple(id(d) for d, _, _ in params.values()))
+            self._param_ids = (params, tuple(id(d) for d, _, _ in params.values()),
+                               any(g is not None for _, g, _ in params.values()))
         ids = self._param_ids[1]
         if len(pool) == 1 and pool[0].param_ids == ids and not pool[0].busy:
             return pool[0]  # the usual step: one executor, free again
