@@ -67,8 +67,8 @@ class _Slot:
         self.exe, self.private, self.param_ids, self.index = exe, private, param_ids, index
         self.node = None  # weak reference to the recorded call awaiting its backward
         self.uses = 0  # a recorded call checks it still owns the executor's values
-        # (params, parameters with gradients, those written directly) of the last record
-        self.recorded: tuple = (None, (), ())
+        # what a recorded call derives from the parameter mapping (CachedGraph._recorded)
+        self.recorded: tuple = (None,)
 
     @property
     def busy(self) -> bool:
@@ -182,26 +182,44 @@ class CachedGraph:
         exe = self.symbol.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
         return exe, private
 
-    def _merge(self, slot: _Slot, params: ParamArrays, slot_params: list[str]) -> None:
+    def _merge(self, slot: _Slot, params: ParamArrays, fresh: list) -> None:
         """A second executor's parameter gradients into the parameters' (after the pass);
         every parameter that got a gradient is fresh (``Trainer`` checks)."""
-        written = _written()
-        for pname, buf in slot.private.items():
-            target = params[pname][1]._t
-            if params[pname][2] == "add" or id(target) in written:
-                target.add_(buf._t)
-            else:
-                target.copy_(buf._t)
-            written.add(id(target))
-        for pname in slot_params:
-            params[pname][0]._fresh_grad = True
+        if slot.private:
+            written = _written()
+            for pname, buf in slot.private.items():
+                target = params[pname][1]._t
+                if params[pname][2] == "add" or id(target) in written:
+                    target.add_(buf._t)
+                else:
+                    target.copy_(buf._t)
+                written.add(id(target))
+        for data in fresh:
+            data._fresh_grad = True
+
+    def _recorded(self, slot: _Slot, params: ParamArrays) -> tuple:
+        """What a recorded call of ``slot`` derives from the parameter mapping, kept while
+        the mapping is the same object (blocks hand the same one every step): the data
+        arrays whose gradient it produces, the gradient tensors it writes directly (not
+        adds), their ids, and the gradient arrays of the graph's inputs."""
+        if slot.recorded[0] is not params:
+            exe = slot.exe
+            with_grad = [n for n, (_, g, req) in params.items() if g is not None
+                         and req != "null" and exe.grad_dict.get(n) is not None]
+            direct = [params[n][1]._t for n in with_grad
+                      if n not in slot.private and params[n][2] == "write"]
+            slot.recorded = (params, [params[n][0] for n in with_grad], direct,
+                             [id(t) for t in direct],
+                             [exe.grad_dict.get(n) for n in self.input_names])
+        return slot.recorded
 
     # ------------------------------------------------------------ recording
     def _record(self, slot: _Slot, inputs, outs, params: ParamArrays) -> None:
-        exe, names = slot.exe, self.input_names
+        exe = slot.exe
         out_values = [o._t for o in outs]  # not the arrays: they refer to the node (a cycle)
         self._uses += 1
         slot.uses = use = self._uses
+        _, fresh, targets, target_ids, input_grads = self._recorded(slot, params)
 
         def run_backward(ograds: list) -> list:
             if slot.uses != use:
@@ -211,28 +229,17 @@ class CachedGraph:
             heads = [NDArray(_zeros_like(t) if g is None else g)
                      for t, g in zip(out_values, ograds)]
             written = _written()
-            targets = [params[n][1]._t for n in direct]
-            kept = [(t, t.clone()) for t in targets if id(t) in written]
+            kept = [(t, t.clone()) for t in targets if id(t) in written] if written else ()
             exe.backward(heads)  # writes the direct gradients: add back what others wrote
             for t, before in kept:
                 t.add_(before)
-            written.update(id(t) for t in targets)
-            return [None if exe.grad_dict.get(n) is None else exe.grad_dict[n]._t
-                    for n in names]
+            written.update(target_ids)
+            return [None if g is None else g._t for g in input_grads]
 
         def finish(ran: bool, retained: bool) -> None:
             if ran:
-                self._merge(slot, params, slot_params)
+                self._merge(slot, params, fresh)
 
-        if slot.recorded[0] is not params:  # blocks hand the same mapping every step
-            slot_params = [n for n, (_, g, req) in params.items() if g is not None
-                           and req != "null" and n in exe.grad_dict
-                           and exe.grad_dict[n] is not None]
-            # parameters whose gradient this executor writes (not adds) into their arrays
-            direct = [n for n in slot_params
-                      if n not in slot.private and params[n][2] == "write"]
-            slot.recorded = (params, slot_params, direct)
-        _, slot_params, direct = slot.recorded
         node = autograd.Node(inputs, len(outs), run_backward, self.where, finish)
         slot.node = weakref.ref(node)  # the executor is free again once the node is gone
         autograd.attach(outs, node)
