@@ -174,19 +174,20 @@ def _heads(heads, head_grads):
 
 
 _ARRAY: list = []
-_ONES: dict = {}
+_FILLED: dict = {}
 
 
-def _ones_like(t: torch.Tensor) -> torch.Tensor:
-    """Ones shaped like ``t``, shared per shape/dtype/device (gradients are never updated in
-    place here, so a default head gradient can be one tensor reused every step)."""
-    key = (t.shape, t.dtype, t.device)
-    ones = _ONES.get(key)
-    if ones is None:
-        if len(_ONES) > 256:
-            _ONES.clear()
-        ones = _ONES[key] = torch.ones_like(t)
-    return ones
+def shared_filled(t: torch.Tensor, value: float) -> torch.Tensor:
+    """A tensor like ``t`` filled with ``value``, shared per shape, dtype, device and value.
+    Read only: default head gradients (ones) and outputs no gradient reached (zeros) are
+    such tensors, and gradients are never updated in place on this path."""
+    key = (t.shape, t.dtype, t.device, value)
+    filled = _FILLED.get(key)
+    if filled is None:
+        if len(_FILLED) > 256:
+            _FILLED.clear()
+        filled = _FILLED[key] = torch.full_like(t, value)
+    return filled
 
 
 def _array_type():
@@ -241,7 +242,7 @@ def backward(heads, head_grads=None, retain_graph: bool = False,
     pending: dict = {}  # (id(node), k) -> gradient of that output
     leaves: dict = {}  # id(variable) -> (variable, gradient)
     for h, g in zip(heads, head_grads):
-        grad = _ones_like(h._t) if g is None else g._t
+        grad = shared_filled(h._t, 1.0) if g is None else g._t
         if h._ag_node is not None:
             node, k = h._ag_node
             _add(pending, (id(node), k), grad)

@@ -27,20 +27,6 @@ from .ndarray.ndarray import NDArray
 
 ParamArrays = dict  # name -> (data NDArray, grad NDArray | None, grad_req)
 
-_ZEROS: dict = {}  # (shape, dtype, device) -> a zero tensor never written
-
-
-def _zeros_like(t: torch.Tensor) -> torch.Tensor:
-    """Zeros standing for an output no gradient reached (shared: read only)."""
-    key = (t.shape, t.dtype, t.device)
-    z = _ZEROS.get(key)
-    if z is None:
-        if len(_ZEROS) > 256:
-            _ZEROS.clear()
-        z = _ZEROS[key] = torch.zeros_like(t)
-    return z
-
-
 _WRITTEN: list = [-1, set()]  # (backward pass, ids of parameter gradients written in it)
 
 
@@ -226,7 +212,7 @@ class CachedGraph:
                 raise MXNetError(f"backward through {self.where}: its executor was reused by "
                                  f"a later call ({MAX_PENDING} recorded calls of this graph "
                                  "awaited their backward); call backward sooner")
-            heads = [NDArray(_zeros_like(t) if g is None else g)
+            heads = [NDArray(autograd.shared_filled(t, 0.0) if g is None else g)
                      for t, g in zip(out_values, ograds)]
             written = _written()
             kept = [(t, t.clone()) for t in targets if id(t) in written] if written else ()
