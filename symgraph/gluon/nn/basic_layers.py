@@ -210,27 +210,24 @@ class _BatchNorm(HybridBlock):
 class BatchNorm(_BatchNorm):
     """Batch normalization (Ioffe and Szegedy, 2014); see :class:`_BatchNorm`."""
 
+    _fuse_relu = False
+
     def __init__(self, axis: int = 1, momentum: float = 0.9, epsilon: float = 1e-5,
                  center: bool = True, scale: bool = True, use_global_stats: bool = False,
                  beta_initializer="zeros", gamma_initializer="ones",
                  running_mean_initializer="zeros", running_variance_initializer="ones",
                  in_channels: int = 0, **kwargs):
-        super().__init__(axis, momentum, epsilon, center, scale, use_global_stats, False,
-                         beta_initializer, gamma_initializer, running_mean_initializer,
-                         running_variance_initializer, in_channels, **kwargs)
+        _BatchNorm.__init__(self, axis, momentum, epsilon, center, scale, use_global_stats,
+                            self._fuse_relu, beta_initializer, gamma_initializer,
+                            running_mean_initializer, running_variance_initializer,
+                            in_channels, **kwargs)
 
 
 class BatchNormReLU(_BatchNorm):
     """Batch normalization followed by a ReLU (MXNet's fused ``BatchNormWithReLU``)."""
 
-    def __init__(self, axis: int = 1, momentum: float = 0.9, epsilon: float = 1e-5,
-                 center: bool = True, scale: bool = True, use_global_stats: bool = False,
-                 beta_initializer="zeros", gamma_initializer="ones",
-                 running_mean_initializer="zeros", running_variance_initializer="ones",
-                 in_channels: int = 0, **kwargs):
-        super().__init__(axis, momentum, epsilon, center, scale, use_global_stats, True,
-                         beta_initializer, gamma_initializer, running_mean_initializer,
-                         running_variance_initializer, in_channels, **kwargs)
+    _fuse_relu = True
+    __init__ = BatchNorm.__init__  # the same arguments; a sibling of BatchNorm, as in MXNet
 
 
 class LayerNorm(HybridBlock):
