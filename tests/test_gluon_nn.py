@@ -24,8 +24,6 @@ from tests import fixture_scripts
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "gluon")
 
 
-
-
 GEN = fixture_scripts.load("gluon/generate_layers.py")
 STORED = GEN.load_group("nn")
 with open(os.path.join(FIXTURES, "layers_naming.json")) as _f:

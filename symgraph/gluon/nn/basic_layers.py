@@ -230,6 +230,16 @@ class BatchNormReLU(_BatchNorm):
     __init__ = BatchNorm.__init__  # the same arguments; a sibling of BatchNorm, as in MXNet
 
 
+def _scale_shift(block, size: int, scale: bool, center: bool, gamma_init, beta_init):
+    """A normalisation layer's ``gamma`` and ``beta`` (size ``size``; 0 = deferred), trained
+    only where ``scale`` / ``center`` ask for them."""
+    gamma = block.params.get("gamma", grad_req="write" if scale else "null", shape=(size,),
+                             init=gamma_init, allow_deferred_init=True)
+    beta = block.params.get("beta", grad_req="write" if center else "null", shape=(size,),
+                            init=beta_init, allow_deferred_init=True)
+    return gamma, beta
+
+
 class LayerNorm(HybridBlock):
     """Layer normalization (Ba et al., 2016) over ``axis`` (default the last)."""
 
@@ -242,12 +252,8 @@ class LayerNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        self.gamma, self.beta = _scale_shift(self, in_channels, scale, center,
+                                             gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.LayerNorm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)
@@ -268,12 +274,8 @@ class InstanceNorm(HybridBlock):
         self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._axis = axis
         self._epsilon = epsilon
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        self.gamma, self.beta = _scale_shift(self, in_channels, scale, center,
+                                             gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, x, gamma, beta):
         raise NotImplementedError("InstanceNorm needs the 'InstanceNorm' operator, which "
@@ -298,12 +300,8 @@ class GroupNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(num_groups,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(num_groups,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        self.gamma, self.beta = _scale_shift(self, num_groups, scale, center,
+                                             gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         raise NotImplementedError("GroupNorm needs the 'GroupNorm' operator, which symgraph "
