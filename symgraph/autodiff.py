@@ -21,6 +21,7 @@ class _Builder:
         self.owner = ""
         self.count = 0
         self.created: list[Node] = []
+        self.zero_ids: set[int] = set()  # ids of the nodes made by ``zeros``
 
     def _node(self, name: str, inputs, attrs) -> Node:
         op = get_op(name)
@@ -38,6 +39,12 @@ class _Builder:
     def op(self, name: str, *inputs: Entry, **attrs) -> Entry:
         """Add a node of op ``name``; return its first output."""
         return (self._node(name, inputs, attrs), 0)
+
+    def zeros(self, like: Entry) -> Entry:
+        """A known-zero gradient like ``like`` (see :meth:`GradBuilder.zeros`)."""
+        entry = self.op("zeros_like", like)
+        self.zero_ids.add(id(entry[0]))
+        return entry
 
     def multi(self, name: str, *inputs: Entry, **attrs) -> list[Entry]:
         """Add a node of op ``name``; return all of its outputs."""
@@ -74,6 +81,7 @@ def build_gradients(ig: IndexedGraph, wrt: list[int]) -> Gradients:
     g = _Builder()
     relevant = _relevant(ig, wrt)
     pending: dict[int, list[Entry]] = {}
+    zero: dict[int, Entry] = {}  # entries only known-zero gradients reached so far
     head_grads: list[Node | None] = []
     for i, head in enumerate(ig.heads):
         node = Node(None, f"_head_grad{i}")
@@ -95,11 +103,16 @@ def build_gradients(ig: IndexedGraph, wrt: list[int]) -> Gradients:
         entries = [(node, k) for k in range(node.num_outputs)]
         in_grads = node.op.gradient(g, node.params, list(node.inputs), entries, ograds)
         for entry, grad in zip(node.inputs[:node.num_regular_inputs()], in_grads):
-            if grad is not None and ig.node_id[id(entry[0])] in relevant:
+            if grad is None or ig.node_id[id(entry[0])] not in relevant:
+                continue
+            if id(grad[0]) in g.zero_ids:  # adds nothing; kept for a variable nothing else reaches
+                zero.setdefault(ig.entry_id(entry), grad)
+            else:
                 pending.setdefault(ig.entry_id(entry), []).append(grad)
     grads = {}
     for nid in wrt:
-        parts = pending.get(ig.row_ptr[nid])
+        eid = ig.row_ptr[nid]
+        parts = pending.get(eid) or ([zero[eid]] if eid in zero else None)
         g.owner, g.count = ig.nodes[nid].name, 0
         grads[nid] = _sum(g, parts) if parts else None
     return Gradients(head_grads, grads)

@@ -232,6 +232,9 @@ def backward(heads, head_grads=None, retain_graph: bool = False,
     """Gradients of ``heads`` (recorded NDArrays) with respect to every marked variable and
     parameter they depend on; ``head_grads`` default to ones."""
     heads, head_grads = _heads(heads, head_grads)
+    if not retain_graph:
+        from . import deferred
+        deferred.run_heads(heads)
     for h in heads:
         if not is_tracked(h):
             raise MXNetError("Cannot differentiate node because it is not in a computational "

@@ -116,11 +116,27 @@ def call(graph, inputs: list, ctx, training: bool) -> list[NDArray]:
     return outs
 
 
-def run(chain: Chain) -> None:
-    """Compose, bind (once per structure) and run a chain; its arrays get their values."""
+def run_heads(heads: list) -> None:
+    """Run the chains of ``heads`` for a backward pass that frees the graph: their other
+    outputs get no gradient in it, so their gradient computations are left out of the
+    composed graph (no zero head gradients summed into it)."""
+    head_ids = None
+    for h in heads:
+        chain = h._chain
+        if chain is not None:
+            if head_ids is None:
+                head_ids = {id(x) for x in heads}
+            run(chain, head_ids)
+
+
+def run(chain: Chain, heads: set | None = None) -> None:
+    """Compose, bind (once per structure) and run a chain; its arrays get their values.
+    ``heads``: ids of the only outputs that will get gradients (None: any may)."""
     if not chain.calls:
         return
     calls, chain.calls = chain.calls, []
+    flat = [o for _, _, _, outs in calls for o in outs]
+    mask = None if heads is None else tuple(id(o) in heads for o in flat)
     position = {id(o): (i, k) for i, (_, _, _, outs) in enumerate(calls)
                 for k, o in enumerate(outs)}
     external: list = []
@@ -137,10 +153,10 @@ def run(chain: Chain) -> None:
                     external.append(x)
                 wires.append(("x", where[id(x)]))
         wiring.append((graph, tuple(wires)))
-    key = (tuple((id(g), w) for g, w in wiring), len(external))
+    key = (tuple((id(g), w) for g, w in wiring), len(external), mask)
     composed = _COMPOSED.get(key)
     if composed is None:
-        composed = _compose(wiring, len(external)) + ([(), None],)
+        composed = _compose(wiring, len(external), mask) + ([(), None],)
         _COMPOSED[key] = composed
         while len(_COMPOSED) > _MAX_COMPOSED:
             _COMPOSED.popitem(last=False)
@@ -156,17 +172,17 @@ def run(chain: Chain) -> None:
             params.update(p)
         composed[2][:] = [parts, params]
     results = composed[0].run(external, chain.ctx, chain.training, params, record=True)
-    flat = [o for _, _, _, outs in calls for o in outs]
     for pending, value in zip(flat, results):
         pending.__dict__["_value"] = value._t
         pending.__dict__["_node"] = value._ag_node
         pending.__dict__["_chain"] = None
 
 
-def _compose(wiring: list, n_external: int):
-    """One CachedGraph for a chain's structure (kept with the graphs it was made from)."""
+def _compose(wiring: list, n_external: int, mask: tuple | None):
+    """One CachedGraph for a chain's structure (kept with the graphs it was made from);
+    outputs ``mask`` marks False pass through ``BlockGrad``."""
     from .cached_graph import CachedGraph
-    from .symbol import Group, Variable
+    from .symbol import BlockGrad, Group, Variable
     names = [f"__deferred_input{k}" for k in range(n_external)]
     ext = [Variable(n) for n in names]
     shared: dict[str, object] = {}
@@ -180,7 +196,11 @@ def _compose(wiring: list, n_external: int):
                 subs[name] = shared.setdefault(name, Variable(name))
         composed = graph.symbol(**subs)
         outs.append([composed[k] for k in range(len(composed.list_outputs()))])
-    symbol = Group([s for o in outs for s in o])
+    flat = [s for o in outs for s in o]
+    if mask is not None:
+        flat = [s if keep else BlockGrad(s, name=f"__deferred_nograd{k}")
+                for k, (s, keep) in enumerate(zip(flat, mask))]
+    symbol = Group(flat)
     graphs = [g for g, _ in wiring]
     return CachedGraph(symbol, names, lambda ctx: {}, "recorded calls of " +
                        ", ".join(g.where for g in graphs)), graphs

@@ -390,6 +390,14 @@ def _context_of(args: list):
     return ctxs[0] if ctxs else None, set(ctxs)
 
 
+def _forward_runs_graph(cls) -> bool:
+    """Whether ``cls.forward``, for plain arrays structured as traced, just runs the graph:
+    it is HybridBlock's, or its defining class sets ``_forward_runs_graph = True`` (an
+    override whose extra work concerns other argument structures, like ``Loss``'s)."""
+    owner = next(c for c in cls.__mro__ if "forward" in c.__dict__)
+    return owner is HybridBlock or owner.__dict__.get("_forward_runs_graph", False)
+
+
 class HybridBlock(Block):
     """A Block whose ``hybrid_forward(F, x, ...)`` is traced once into a Symbol and run
     through bound executors."""
@@ -523,8 +531,8 @@ class HybridBlock(Block):
         self._cached_op_params = [by_name[n] for n in wanted]
         self._param_cache = None
         self._cached_op = CachedGraph(out, names, self._param_arrays, f"block {self.name}")
-        # plain array arguments, and ``forward`` not overridden: calls may skip to the graph
-        self._fast_call = type(self).forward is HybridBlock.forward and \
+        # plain array arguments, and ``forward`` only runs the graph: calls may skip to it
+        self._fast_call = _forward_runs_graph(type(self)) and \
             isinstance(self._in_format, list) and all(f == 0 for f in self._in_format)
 
     def _param_arrays(self, ctx) -> dict:

@@ -64,6 +64,10 @@ def _retrace_if_restructured(block: HybridBlock, args: tuple) -> None:
 class Loss(HybridBlock):
     """Base class of the losses: a global scalar ``weight`` and the ``batch_axis``."""
 
+    # ``forward`` retraces only for a new argument structure: calls on arrays structured
+    # as traced go straight to the graph (``HybridBlock.__call__``)
+    _forward_runs_graph = True
+
     def __init__(self, weight, batch_axis, **kwargs):
         super().__init__(**kwargs)
         self._weight = weight

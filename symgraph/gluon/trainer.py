@@ -372,22 +372,35 @@ Parameters with stale gradient
         self._check_and_rescale_grad(self._scale / batch_size)
         self._update(ignore_stale_grad)
 
-    def _trained_arrays(self) -> list[tuple]:
-        """:func:`_trained` of this trainer's parameters, kept until any parameter's arrays
-        change (``arrays_version``): a step does not look them up again."""
+    def _trained_arrays(self) -> tuple:
+        """:func:`_trained` of this trainer's parameters, every data array, and each
+        updater's ``(indices, grads, weights)`` when all are fresh; kept until any
+        parameter's arrays change (``arrays_version``): a step does not look them up."""
         version = arrays_version()
         kept = getattr(self, "_trained_cache", None)
         if kept is None or kept[0] != version or kept[1] is not self._params:
-            kept = self._trained_cache = (version, self._params, _trained(self._params))
-        return kept[2]
+            trained = _trained(self._params)
+            datas = [d for _, _, ds, _ in trained for d in ds]
+            batches = [tuple(zip(*[(i, grads[k], datas_[k]) for i, _, datas_, grads in trained]))
+                       for k in range(len(self._updaters))]
+            kept = self._trained_cache = (version, self._params, trained, datas, batches)
+        return kept[2:]
 
     def _update(self, ignore_stale_grad: bool = False) -> None:
         loss_scaler = getattr(self, "_amp_loss_scaler", None)
         if loss_scaler is not None and loss_scaler.has_overflow(self._params):
             return  # skip on overflow
         on_kvstore = bool(self._kvstore and self._update_on_kvstore)
+        trained, all_datas, batches = self._trained_arrays()
+        if not on_kvstore and all(d._fresh_grad for d in all_datas):  # the usual step
+            for d in all_datas:
+                d._fresh_grad = False
+            for updater, batch in zip(self._updaters, batches):
+                if batch:
+                    updater(*batch)
+            return
         updates: list[list] = [[] for _ in self._updaters]
-        for i, param, datas, grads in self._trained_arrays():
+        for i, param, datas, grads in trained:
             if not ignore_stale_grad:
                 for data in datas:
                     if not data._fresh_grad:

@@ -45,6 +45,10 @@ class GradBuilder(Protocol):
 
     def multi(self, name: str, *inputs: GradValue, **attrs: Any) -> list[GradValue]: ...
 
+    def zeros(self, like: GradValue) -> GradValue:
+        """A zero gradient shaped like ``like``: where other gradients reach the same entry
+        it adds nothing and is dropped (no ``add_n`` with zeros), as MXNet's zero ops."""
+
 
 # (p, ins, aux, rt) -> outputs
 ForwardFn = Callable[[Params, Sequence[torch.Tensor], Sequence[torch.Tensor], Runtime],

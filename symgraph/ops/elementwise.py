@@ -149,7 +149,7 @@ def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: fl
 
 
 def _zero_grad(g, x, y, dy):
-    return g.op("zeros_like", x)
+    return g.zeros(x)
 
 
 def _mul(g, a, b):
@@ -293,7 +293,7 @@ def _cmp(fn):
 
 
 def _no_grad2(g, a, b, y, dy):
-    return g.op("zeros_like", a), g.op("zeros_like", b)
+    return g.zeros(a), g.zeros(b)
 
 
 for _name, _fn, _alias in [("_equal", torch.eq, "_Equal"), ("_not_equal", torch.ne, "_Not_Equal"),
@@ -365,7 +365,7 @@ for _name, _fn, _alias in [
         ("_greater_equal_scalar", torch.ge, "_GreaterEqualScalar"),
         ("_lesser_scalar", torch.lt, "_LesserScalar"),
         ("_lesser_equal_scalar", torch.le, "_LesserEqualScalar")]:
-    scalar(_name, _cmp(_fn), lambda g, x, y, dy, s: g.op("zeros_like", x), f"{_name}(x, s)",
+    scalar(_name, _cmp(_fn), lambda g, x, y, dy, s: g.zeros(x), f"{_name}(x, s)",
            (_alias,))
 
 
@@ -385,7 +385,7 @@ def _activation_backward(name: str, ref, expr: str, grad) -> OpDef:
 _activation_backward(
     "_backward_relu", lambda dy, y: torch.ops.aten.threshold_backward.default(dy, y, 0),
     "dy * (y > 0)",
-    lambda g, dy, y, dz: (g.op("_backward_relu", dz, y), g.op("zeros_like", y)))
+    lambda g, dy, y, dz: (g.op("_backward_relu", dz, y), g.zeros(y)))
 _activation_backward(
     "_backward_sigmoid", torch.ops.aten.sigmoid_backward.default, "dy * y * (1 - y)",
     lambda g, dy, y, dz: (g.op("_backward_sigmoid", dz, y),

@@ -212,6 +212,7 @@ def _backward_pick(p, ins, aux, rt):
 
 def _index_fn(p, n: int, keep: tuple):
     """Bind-time ``index -> int64 positions shaped like keep`` (clip or wrap into n)."""
+    keep = tuple(keep)
     wrap = p.mode == "wrap"
 
     def positions(index: torch.Tensor) -> torch.Tensor:
@@ -220,7 +221,7 @@ def _index_fn(p, n: int, keep: tuple):
             idx = torch.remainder(idx, n)
         else:  # in place only on a fresh tensor: an int64 index is the caller's
             idx = idx.clamp(0, n - 1) if idx is index else idx.clamp_(0, n - 1)
-        return idx.reshape(keep)
+        return idx if idx.shape == keep else idx.reshape(keep)
     return positions
 
 

@@ -10,10 +10,11 @@ negation or scalar product of its result into its ``scale``, and a mean over jus
 axis (length 1 with ``keepdims``) into dropping that axis. The user's symbol is unchanged
 (its JSON, its outputs and their names); only the bound plan differs.
 
-Numerics are MXNet's, operation for operation. The forward is ``log_softmax`` followed by a
-gather of the labelled entries. The gradient is what ``_backward_log_softmax`` gives for the
-scattered ``_backward_pick`` output, ``dy - exp(y) * sum(dy)``: ``sum(dy)`` along the axis is
-the picked gradient itself, so ``dx = -exp(y) * g``, plus ``g`` at the labelled entries.
+Numerics are those of the graph as written, value for value. The forward is ``log_softmax``
+followed by a gather of the labelled entries (for a negated pick over the classes of 2-D
+scores, torch's NLL loss kernel, which computes exactly ``-y[i, label_i]``). The gradient is
+the pick gradient scattered into zeros (the NLL gradient kernel for the negated case) and
+then log_softmax's gradient kernel, as the unfused ops run.
 
 Examples
 --------
@@ -58,26 +59,37 @@ def _shape(p, shapes):
     if got is None:
         return None
     ins, outs = got
-    return ins, outs + [tuple(ins[0])]
+    return ins, outs + [tuple(ins[0]), _pick_dims(p, tuple(ins[0]))[1]]
 
 
 def _type(p, types):
     got = value_type((0,))(p, types)
-    return None if got is None else (got[0], got[1] * 2)
+    return None if got is None else (got[0], got[1] * 2 + ["int64"])
+
+
+def _nll(y: torch.Tensor, axis: int, scale: float) -> bool:
+    """Whether torch's NLL loss kernels compute this op: rows of classes, result negated."""
+    return scale == -1.0 and y.dim() == 2 and axis == 1
 
 
 def _forward(p, ins, aux, rt):
     x, index = ins
     axis, drop, keep = _pick_dims(p, tuple(x.shape))
     y = _log_softmax(p, x, axis)
-    positions = _index_fn(p, x.shape[axis], keep)(index)
-    return _scaled(torch.gather(y, axis, positions).reshape(keep if p.keepdims else drop),
-                   p.scale), y
+    positions = _index_fn(p, x.shape[axis], drop)(index)
+    return _picked(y, axis, positions, keep, keep if p.keepdims else drop, p.scale), y, \
+        positions
 
 
-def _scaled(t: torch.Tensor, scale: float) -> torch.Tensor:
-    """``t * scale`` as ``_mul_scalar`` computes it (nothing for 1)."""
-    return t if scale == 1.0 else t * scale
+def _picked(y: torch.Tensor, axis: int, positions: torch.Tensor, keep: tuple, shape: tuple,
+            scale: float) -> torch.Tensor:
+    """The labelled entries of ``y`` times ``scale`` (``_mul_scalar``'s product), shaped
+    ``shape``: ``-y[i, label_i]`` is the NLL loss kernel's exact result."""
+    if _nll(y, axis, scale):
+        out = torch._C._nn.nll_loss(y, positions, None, 0, -100)  # reduction 'none'
+        return out if out.shape == shape else out.reshape(shape)
+    out = torch.gather(y, axis, positions.reshape(keep)).reshape(shape)
+    return out if scale == 1.0 else out.mul_(scale)  # gather's result is fresh
 
 
 def _prepare(p, in_shapes, out_shapes, out=None):
@@ -85,79 +97,101 @@ def _prepare(p, in_shapes, out_shapes, out=None):
     if out is not None:
         return None
     axis, drop, keep = _pick_dims(p, tuple(in_shapes[0]))
-    positions, shape = _index_fn(p, in_shapes[0][axis], keep), keep if p.keepdims else drop
-    scale = p.scale
+    to_positions = _index_fn(p, in_shapes[0][axis], drop)
+    shape, scale = keep if p.keepdims else drop, p.scale
 
     def run(p, ins, aux, rt):
         y = _log_softmax(p, ins[0], axis)
-        return _scaled(torch.gather(y, axis, positions(ins[1])).reshape(shape), scale), y
+        positions = to_positions(ins[1])
+        return _picked(y, axis, positions, keep, shape, scale), y, positions
     return run
 
 
 def _backward(p, ins, aux, rt):
-    g, y, index = ins
-    axis, _, keep = _pick_dims(p, tuple(y.shape))
-    positions = _index_fn(p, y.shape[axis], keep)(index)
-    return (_grad(_scaled(g, p.scale), y, axis, keep, positions),)
+    g, y, positions = ins
+    axis, drop, keep = _pick_dims(p, tuple(y.shape))
+    return (_grad(g, y, axis, positions, keep, p.scale),)
 
 
-def _grad(g: torch.Tensor, y: torch.Tensor, axis: int, keep: tuple, positions) -> torch.Tensor:
-    gk = g.reshape(keep).to(y.dtype)
-    dx = torch.exp(y).mul_(gk).neg_()
-    return dx.scatter_add_(axis, positions, gk)
+def _grad(g: torch.Tensor, y: torch.Tensor, axis: int, positions: torch.Tensor,
+          keep: tuple, scale: float) -> torch.Tensor:
+    """The log-softmax gradient of the scattered pick gradient ``g * scale``: what the
+    graph as written computes, value for value (see the module docstring)."""
+    if _nll(y, axis, scale):  # the NLL gradient scatters -g
+        dense = torch.ops.aten.nll_loss_backward(
+            g.reshape(positions.shape), y, positions, None, 0, -100, _total_weight(y))
+    else:
+        picked = (g if scale == 1.0 else g * scale).reshape(keep).to(y.dtype)
+        dense = torch.zeros_like(y).scatter_add_(axis, positions.reshape(keep), picked)
+    return torch._log_softmax_backward_data(dense, y, axis, y.dtype)
+
+
+def _total_weight(y: torch.Tensor) -> torch.Tensor:
+    """The NLL gradient's ``total_weight`` (unread without reduction); one per dtype."""
+    key = (y.dtype, y.device)
+    t = _TOTAL_WEIGHT.get(key)
+    if t is None:
+        t = _TOTAL_WEIGHT[key] = torch.zeros((), dtype=y.dtype, device=y.device)
+    return t
+
+
+_TOTAL_WEIGHT: dict = {}
 
 
 def _backward_prepare(p, in_shapes, out_shapes, out=None):
     if out is not None:
         return None
-    axis, _, keep = _pick_dims(p, tuple(in_shapes[1]))
-    positions, scale = _index_fn(p, in_shapes[1][axis], keep), p.scale
-    return lambda p, ins, aux, rt: (
-        _grad(_scaled(ins[0], scale), ins[1], axis, keep, positions(ins[2])),)
+    axis, drop, keep = _pick_dims(p, tuple(in_shapes[1]))
+    scale = p.scale
+    return lambda p, ins, aux, rt: (_grad(ins[0], ins[1], axis, ins[2], keep, scale),)
 
 
 def _triton_forward(p, ins, aux, rt):
-    """Triton: the log-softmax kernel, then the pick gather."""
+    """Triton: the log-softmax kernel, then the pick gather (at the bounded positions)."""
     from kernels.index import pick
     from kernels.softmax import softmax_fwd
     x, index = ins
     axis, drop, keep = _pick_dims(p, tuple(x.shape))
     y = softmax_fwd(x, axis, None, None, log=True, dtype=x.dtype)
-    return _scaled(pick(y, index, axis, p.mode).reshape(keep if p.keepdims else drop),
-                   p.scale), y
+    positions = _index_fn(p, x.shape[axis], drop)(index)
+    out = pick(y, positions, axis).reshape(keep if p.keepdims else drop)
+    return (out if p.scale == 1.0 else out * p.scale), y, positions
 
 
 def _triton_backward(p, ins, aux, rt):
     """Triton: the pick gradient scattered, then the log-softmax gradient kernel."""
     from kernels.index import pick_backward
     from kernels.softmax import softmax_bwd
-    g, y, index = ins
+    g, y, positions = ins
     axis = _pick_dims(p, tuple(y.shape))[0]
-    dy = pick_backward(_scaled(g, p.scale).to(y.dtype), index, tuple(y.shape), axis, p.mode)
+    g = g if p.scale == 1.0 else g * p.scale
+    dy = pick_backward(g.to(y.dtype), positions, tuple(y.shape), axis)
     return (softmax_bwd(dy, y, axis, None, log=True, dtype=y.dtype),)
 
 
 register(OpDef(
-    name="_log_softmax_pick", inputs=("data", "index"), outputs=("output", "log_softmax"),
+    name="_log_softmax_pick", inputs=("data", "index"),
+    outputs=("output", "log_softmax", "positions"),
     num_visible=lambda p: 1, params=_PARAMS, hidden=True, infer_shape=_shape,
     infer_type=_type, forward=_forward, prepare=_prepare, kernel=_triton_forward,
     gradient=lambda g, p, ins, outs, og: [g.op(
-        "_backward_log_softmax_pick", og[0], outs[1], ins[1], axis=p.axis,
+        "_backward_log_softmax_pick", og[0], outs[1], outs[2], axis=p.axis,
         keepdims=p.keepdims, mode=p.mode, scale=p.scale), None],
     cases=(Case(((4, 5), (4,)), ints={1: 5}),
            Case(((3, 4, 2), (3, 1, 2)), {"axis": 1, "keepdims": True}, ints={1: 4}),
            Case(((3, 4), (4,)), {"axis": 0, "mode": "wrap", "scale": -1.0}, ints={1: 7})),
     doc="``pick(log_softmax(data, axis), index, axis)`` in one op (a graph rewrite puts it "
-        "in bound plans); the log-softmax is a second, hidden output for the gradient."))
+        "in bound plans); the log-softmax and the bounded int64 positions are hidden "
+        "outputs for the gradient."))
 
 register(OpDef(
-    name="_backward_log_softmax_pick", inputs=("ograd", "log_softmax", "index"),
+    name="_backward_log_softmax_pick", inputs=("ograd", "log_softmax", "positions"),
     params=_PARAMS, hidden=True,
     infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
     infer_type=value_type((1,)), forward=_backward, prepare=_backward_prepare,
     kernel=_triton_backward,
     doc="Gradient of ``_log_softmax_pick``: ``-exp(y) * g``, plus ``g`` at the picked "
-        "entries."))
+        "positions."))
 
 
 # ---------------------------------------------------------------- the rewrite

@@ -131,7 +131,7 @@ def _register(kind: str) -> None:
         expr="(1.0 / (1.0 + tl.exp(-{0})))" if kind == "Logistic" else None,
         view=kind != "Logistic",  # Linear and MAE heads pass data through
         gradient=lambda g, p, ins, outs, og: [g.op(backward, outs[0], ins[1], **p),
-                                              g.op("zeros_like", ins[1])],
+                                              g.zeros(ins[1])],
         cases=_cases(kind),
         doc=_DOCS[kind]))
 

@@ -89,17 +89,17 @@ def _softmax(p, ins, log: bool) -> torch.Tensor:
     return y.masked_fill(~keep, 0.0).to(out_dtype)
 
 
+_BACKWARD_DATA = {True: torch._log_softmax_backward_data, False: torch._softmax_backward_data}
+
+
 def _backward_forward(log: bool):
     def run(p, ins, aux, rt):
         dy, y = ins[0], ins[1]
         ax = _axis(p, y.dim())
         grad_dtype = ins[2].dtype if len(ins) > 2 else y.dtype
         wide = torch.promote_types(_compute_dtype(y, grad_dtype), dy.dtype)
-        dy, y = dy.to(wide), y.to(wide)
-        if log:
-            dx = dy - torch.exp(y) * dy.sum(dim=ax, keepdim=True)
-        else:
-            dx = y * (dy - (dy * y).sum(dim=ax, keepdim=True))
+        # ``dy - exp(y) * sum(dy)`` (log) or ``y * (dy - sum(dy * y))``, by torch's kernels
+        dx = _BACKWARD_DATA[log](dy.to(wide), y.to(wide), ax, wide)
         if p.temperature is not None and p.temperature != 1.0:
             dx = dx / p.temperature
         return (dx.to(grad_dtype),)
@@ -137,6 +137,8 @@ def _prepare(log: bool):
     return prepare
 
 
+
+
 def _backward_prepare(log: bool):
     """``prepare`` for the softmax/log_softmax gradients (same rule as their prepare)."""
     general = _backward_forward(log)
@@ -153,9 +155,7 @@ def _backward_prepare(log: bool):
             dy, y = ins[0], ins[1]
             if dy.dtype is not y.dtype or y.dtype not in _PLAIN:
                 return general(p, ins, aux, rt)
-            if log:
-                return (dy - torch.exp(y) * dy.sum(dim=ax, keepdim=True),)
-            return (y * (dy - (dy * y).sum(dim=ax, keepdim=True)),)
+            return (_BACKWARD_DATA[log](dy, y, ax, y.dtype),)
         return run
     return prepare
 

@@ -184,7 +184,7 @@ def implied_loss(p, ins):
 def _gradient(g, p, ins, outs, og):
     attrs = {k: v for k, v in p.items()}
     dx = g.op("_backward_SoftmaxOutput", outs[0], ins[1], **attrs)
-    return [dx, g.op("zeros_like", ins[1])]
+    return [dx, g.zeros(ins[1])]
 
 
 register(OpDef(

@@ -1,8 +1,8 @@
-"""gather_nd, slice_like, softmax_cross_entropy, UpSampling and LeakyReLU (with their hidden
-backward ops): every case gives the same outputs and gradients with ``backend='triton'``
-(kernels under Triton's interpreter on CPU) as with the torch backend, and no node of the
-plan falls back to a torch reference. LeakyReLU's rrelu draws its slopes from Philox, so it
-is checked for reproducibility and mask properties instead of equality.
+"""gather_nd, slice_like, softmax_cross_entropy, _log_softmax_pick, UpSampling and LeakyReLU
+(with their hidden backward ops): every case gives the same outputs and gradients with
+``backend='triton'`` (kernels under Triton's interpreter on CPU) as with the torch backend,
+and no node of the plan falls back to a torch reference. LeakyReLU's rrelu draws its slopes
+from Philox, so it is checked for reproducibility and mask properties instead of equality.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from tests.op_harness import assert_backends_agree, bind, draw_inputs, run_forwa
 HOOKED = [
     "gather_nd", "_backward_gather_nd", "slice_like", "_backward_slice_like",
     "softmax_cross_entropy", "_backward_softmax_cross_entropy",
+    "_log_softmax_pick", "_backward_log_softmax_pick",
     "UpSampling", "_backward_UpSampling", "LeakyReLU", "_backward_LeakyReLU",
 ]
 
