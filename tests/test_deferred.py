@@ -123,3 +123,47 @@ def test_chains_are_bounded():
     total.backward()
     expected = np.full((2, 2), 1.5 ** (deferred.MAX_CALLS + 3))
     np.testing.assert_allclose(x.grad.asnumpy(), expected, rtol=1e-5)
+
+
+def test_outputs_no_backward_reaches_get_no_zero_gradients():
+    # the usual step reads the network's output after backward (a metric): the backward
+    # that runs the chain leaves that output's (zero) head gradient out of the plan
+    net, loss_fn = _net("mask_"), mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    x, y = _data(3)
+    for _ in range(2):  # the first step runs each new call signature at once
+        with autograd.record():
+            out = net(x)
+            loss = loss_fn(out, y)
+        loss.backward()
+    np.testing.assert_allclose(out.asnumpy(), net(x).asnumpy(), rtol=1e-6)
+    masked = [c for k, c in deferred._COMPOSED.items() if k[2] == (False, True)]
+    assert masked, list(deferred._COMPOSED)
+    plan = next(iter(masked[-1][0]._pools.values()))[0].exe._plan
+    assert "add_n" not in [s[-1].op.name for s in plan.backward]
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_a_retained_graph_differentiates_every_output(retain):
+    # with retain_graph the chain keeps every output's gradient path: a second backward
+    # from the network's output equals the eager one
+    results = {}
+    for defer in (False, True):
+        net, loss_fn = _net(f"ret{int(retain)}_"), mx.gluon.loss.SoftmaxCrossEntropyLoss()
+        net(mx.nd.ones((4, 6)))
+        for i, (_, p) in enumerate(sorted(net.collect_params().items())):
+            p.set_data(mx.nd.array(np.random.RandomState(20 + i).uniform(-1, 1, p.shape)))
+        x, y = _data(4)
+        with config.override(defer_recorded=defer):
+            for _ in range(2):
+                with autograd.record():
+                    out = net(x)
+                    loss = loss_fn(out, y)
+                loss.backward(retain_graph=retain)
+            first = _grads(net)
+            if retain:
+                out.backward()
+        results[defer] = (first, _grads(net))
+    for name in results[False][0]:
+        for k in range(2):
+            np.testing.assert_allclose(results[False][k][name], results[True][k][name],
+                                       rtol=1e-5, atol=1e-6, err_msg=name)

@@ -48,6 +48,19 @@ def test_sample_weight_given_or_not_on_one_loss():
     weighted = loss(pred, label, mx.nd.array([[1.0], [0.0], [2.0]])).asnumpy()
     np.testing.assert_allclose(weighted, plain * [1.0, 0.0, 2.0], rtol=1e-6)
     np.testing.assert_allclose(loss(pred, label).asnumpy(), plain, rtol=1e-6)
+    assert loss._fast_call  # same structure as traced: calls go straight to the graph
+
+
+def test_a_forward_override_keeps_calls_on_the_general_path():
+    class Halved(gloss.L2Loss):
+        def forward(self, x, *args):
+            return super().forward(x, *args) * 0.5
+    pred, label = mx.nd.array(np.random.randn(3, 4)), mx.nd.array(np.random.randn(3, 4))
+    loss = Halved()
+    want = gloss.L2Loss()(pred, label).asnumpy() * 0.5
+    for _ in range(2):
+        np.testing.assert_allclose(loss(pred, label).asnumpy(), want, rtol=1e-6)
+    assert not loss._fast_call
 
 
 def test_loss_trains_a_dense_layer():

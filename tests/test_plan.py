@@ -69,3 +69,21 @@ def test_outputs_nobody_reads_are_not_computed():
     assert step[1]["_needed"] == (False, True, True)
     assert exe._values[step[4][0]] is None  # the data gradient was skipped
     np.testing.assert_allclose(exe.grad_dict["conv_weight"].asnumpy(), np.full((2, 1, 3, 3), 9))
+
+
+def test_zero_gradients_add_nothing_to_sums():
+    # x reaches the head twice: through tanh and through BlockGrad, whose gradient is zero;
+    # the zero is not summed in (no add_n), as MXNet's zero ops; y, reached only through
+    # BlockGrad, still gets its zeros written over whatever its array held
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    net = mx.sym.tanh(x) + mx.sym.BlockGrad(x) + mx.sym.BlockGrad(y)
+    exe = net.simple_bind(mx.cpu(), x=(2, 3), y=(2, 3))
+    ops = [s[-1].op.name for s in exe._plan.backward]
+    assert "add_n" not in ops, ops
+    exe.arg_dict["x"][:] = 0.5
+    exe.grad_dict["y"][:] = 7.0
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.ones((2, 3)))
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), np.full((2, 3), 1 - np.tanh(0.5) ** 2),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(exe.grad_dict["y"].asnumpy(), np.zeros((2, 3)))
