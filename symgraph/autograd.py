@@ -234,7 +234,8 @@ def backward(heads, head_grads=None, retain_graph: bool = False,
     heads, head_grads = _heads(heads, head_grads)
     if not retain_graph:
         from . import deferred
-        deferred.run_heads(heads)
+        if deferred.run_heads(heads, head_grads):
+            return  # the whole pass ran with the heads' chain
     for h in heads:
         if not is_tracked(h):
             raise MXNetError("Cannot differentiate node because it is not in a computational "
@@ -256,7 +257,7 @@ def backward(heads, head_grads=None, retain_graph: bool = False,
         if node.freed:
             raise MXNetError(f"backward: the graph of {node.where} was freed by an earlier "
                              "backward; pass retain_graph=True to differentiate it again")
-    _PASS[0] += 1
+    next_pass()
     ran: set[int] = set()
     for node in reversed(order):
         ograds = [pending.pop((id(node), k), None) for k in range(node.num_outputs)]
@@ -287,6 +288,11 @@ _PASS = [0]
 def pass_id() -> int:
     """Which backward pass is running (increases with every :func:`backward`)."""
     return _PASS[0]
+
+
+def next_pass() -> None:
+    """A backward pass starts."""
+    _PASS[0] += 1
 
 
 def _add_leaf(leaves: dict, var, grad: torch.Tensor) -> None:

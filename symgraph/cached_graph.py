@@ -104,6 +104,31 @@ class CachedGraph:
             record: bool) -> list[NDArray]:
         """Run now (training mode ``training``), leaving a tape node when ``record``."""
         needs = tuple(record and autograd.is_tracked(x) for x in inputs)
+        slot, outs = self._forward(inputs, ctx, training, params, needs)
+        if record and (any(needs) or self._param_ids[2]):  # [2]: any parameter gradient
+            self._record(slot, inputs, outs, params)
+        return outs
+
+    def run_with_backward(self, inputs: list[NDArray], ctx, training: bool,
+                          params: ParamArrays, head_grads: dict) -> list[NDArray]:
+        """Run forward, then backward at once: a whole backward pass through this one call,
+        whose inputs take no part in differentiation, so no tape node is left.
+        ``head_grads``: output index -> gradient tensor (None: ones); other outputs get
+        none. Parameter gradients land as a recorded call's backward writes them."""
+        slot, outs = self._forward(inputs, ctx, training, params, (False,) * len(inputs))
+        if self._param_ids[2]:
+            fresh = self._recorded(slot, params)[1]
+            grads = [None] * len(outs)
+            for k, g in head_grads.items():
+                grads[k] = autograd.shared_filled(outs[k]._t, 1.0) if g is None else g
+            autograd.next_pass()
+            slot.exe.backward(grads)
+            self._merge(slot, params, fresh)
+        return outs
+
+    def _forward(self, inputs: list[NDArray], ctx, training: bool, params: ParamArrays,
+                 needs: tuple) -> tuple:
+        """Feed and run the forward of the executor for these inputs: (slot, outputs)."""
         sig = tuple((tuple(x._t.shape), x._t.dtype) for x in inputs)
         slot = self._slot(inputs, needs, ctx, params, sig)
         exe = slot.exe
@@ -116,9 +141,7 @@ class CachedGraph:
             o._ctx = ctx
         if sig not in self.signatures:
             self.signatures[sig] = [(tuple(o._t.shape), o._t.dtype) for o in outs]
-        if record and (any(needs) or self._param_ids[2]):  # [2]: any parameter gradient
-            self._record(slot, inputs, outs, params)
-        return outs
+        return slot, outs
 
     def _slot(self, inputs, needs, ctx, params: ParamArrays, sig: tuple) -> _Slot:
         pool = self._pools.setdefault((ctx, needs) + sig, [])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from .autograd import is_tracked
 from .ndarray.ndarray import NDArray
 
 MAX_CALLS = 16
@@ -116,24 +117,38 @@ def call(graph, inputs: list, ctx, training: bool) -> list[NDArray]:
     return outs
 
 
-def run_heads(heads: list) -> None:
+def run_heads(heads: list, head_grads: list) -> bool:
     """Run the chains of ``heads`` for a backward pass that frees the graph: their other
     outputs get no gradient in it, so their gradient computations are left out of the
-    composed graph (no zero head gradients summed into it)."""
+    composed graph (no zero head gradients summed into it).
+
+    The usual training step — every head an output of one chain whose inputs take no
+    part in differentiation — is then the whole pass: the chain runs forward and backward
+    at once, leaving no tape node, and True is returned."""
     head_ids = None
     for h in heads:
         chain = h._chain
-        if chain is not None:
-            if head_ids is None:
-                head_ids = {id(x) for x in heads}
-            run(chain, head_ids)
+        if chain is None:
+            continue
+        if head_ids is None:
+            head_ids = {id(x): k for k, x in enumerate(heads)}
+            if len(head_ids) == len(heads) and all(x._chain is chain for x in heads):
+                return _run(chain, head_ids, head_grads)
+        _run(chain, head_ids, None)
+    return False
 
 
-def run(chain: Chain, heads: set | None = None) -> None:
-    """Compose, bind (once per structure) and run a chain; its arrays get their values.
-    ``heads``: ids of the only outputs that will get gradients (None: any may)."""
+def run(chain: Chain) -> None:
+    """Compose, bind (once per structure) and run a chain; its arrays get their values."""
+    _run(chain, None, None)
+
+
+def _run(chain: Chain, heads: dict | None, head_grads: list | None) -> bool:
+    """:func:`run`, where ``heads`` (id -> index, or None: any output) are the only outputs
+    that will get gradients; with ``head_grads`` (one per head: NDArray or None) also the
+    backward, when the chain's inputs take no part in differentiation (True if so)."""
     if not chain.calls:
-        return
+        return False
     calls, chain.calls = chain.calls, []
     flat = [o for _, _, _, outs in calls for o in outs]
     mask = None if heads is None else tuple(id(o) in heads for o in flat)
@@ -153,29 +168,42 @@ def run(chain: Chain, heads: set | None = None) -> None:
                     external.append(x)
                 wires.append(("x", where[id(x)]))
         wiring.append((graph, tuple(wires)))
-    key = (tuple((id(g), w) for g, w in wiring), len(external), mask)
+    graph, params = _composed(wiring, len(external), mask, tuple(p for _, _, p, _ in calls))
+    if head_grads is not None and not any(is_tracked(x) for x in external):
+        grads = {k: None if head_grads[heads[id(o)]] is None else head_grads[heads[id(o)]]._t
+                 for k, o in enumerate(flat) if id(o) in heads}
+        results = graph.run_with_backward(external, chain.ctx, chain.training, params, grads)
+        done = True
+    else:
+        results = graph.run(external, chain.ctx, chain.training, params, record=True)
+        done = False
+    for pending, value in zip(flat, results):
+        pending.__dict__["_value"] = value._t
+        pending.__dict__["_node"] = value._ag_node
+        pending.__dict__["_chain"] = None
+    return done
+
+
+def _composed(wiring: list, n_external: int, mask: tuple | None, parts: tuple) -> tuple:
+    """The CachedGraph of a chain's structure (composed once, least recently used dropped)
+    and the calls' parameter mappings merged (kept while the calls hand the same ones)."""
+    key = (tuple((id(g), w) for g, w in wiring), n_external, mask)
     composed = _COMPOSED.get(key)
     if composed is None:
-        composed = _compose(wiring, len(external), mask) + ([(), None],)
+        composed = _compose(wiring, n_external, mask) + ([(), None],)
         _COMPOSED[key] = composed
         while len(_COMPOSED) > _MAX_COMPOSED:
             _COMPOSED.popitem(last=False)
     else:
         _COMPOSED.move_to_end(key)
-    parts = tuple(p for _, _, p, _ in calls)
     kept = composed[2]
     if len(kept[0]) == len(parts) and all(a is b for a, b in zip(kept[0], parts)):
-        params = kept[1]  # the calls' parameter mappings are those of the last run
-    else:
-        params = {}
-        for p in parts:
-            params.update(p)
-        composed[2][:] = [parts, params]
-    results = composed[0].run(external, chain.ctx, chain.training, params, record=True)
-    for pending, value in zip(flat, results):
-        pending.__dict__["_value"] = value._t
-        pending.__dict__["_node"] = value._ag_node
-        pending.__dict__["_chain"] = None
+        return composed[0], kept[1]  # the calls' mappings are those of the last run
+    params = {}
+    for p in parts:
+        params.update(p)
+    kept[:] = [parts, params]
+    return composed[0], params
 
 
 def _compose(wiring: list, n_external: int, mask: tuple | None):

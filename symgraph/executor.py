@@ -253,7 +253,8 @@ class Executor:
                     f"Because the last operator is not Loss function, head_gradient is required "
                     f"when calling backward (output {self._output_names[i]} has no out_grad)")
             g = out_grads[i]
-            g = g._t if isinstance(g, NDArray) else torch.as_tensor(np.asarray(g))
+            if not isinstance(g, torch.Tensor):
+                g = g._t if isinstance(g, NDArray) else torch.as_tensor(np.asarray(g))
             if tuple(g.shape) != tuple(head.shape):
                 raise ShapeError(f"backward: out_grad {i} has shape {tuple(g.shape)}, output "
                                  f"{self._output_names[i]} has shape {tuple(head.shape)}")

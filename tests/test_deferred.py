@@ -100,8 +100,17 @@ def test_network_and_loss_run_as_one_graph():
         assert len(loss._chain.calls) == 3  # net, loss, mean: nothing ran yet
     loss.backward()
     assert out._chain is None and loss._chain is None
-    assert out._ag_node[0] is loss._ag_node[0]  # one tape node for the whole chain
+    # the chain was the whole backward pass: it ran forward and backward at once, leaving
+    # no tape node; a second backward fails as MXNet's does on a freed graph
+    assert out._ag_node is None and loss._ag_node is None
     assert all(p.data()._fresh_grad for p in net.collect_params().values())
+    with pytest.raises(mx.base.MXNetError, match="not in a computational graph"):
+        loss.backward()
+    x.attach_grad()
+    with autograd.record():  # a chain whose input takes part keeps a tape node
+        loss = loss_fn(net(x), y).mean()
+    loss.backward()
+    assert loss._ag_node is not None and np.abs(x.grad.asnumpy()).sum() > 0
 
 
 def test_bad_input_fails_at_the_call():
