@@ -73,8 +73,8 @@ class Pending(NDArray):
 
 
 def _signature(inputs: list) -> tuple:
-    return tuple(x.__dict__["_sig"] if x._chain is not None else
-                 (tuple(x._t.shape), x._t.dtype) for x in inputs)
+    return tuple([x.__dict__["_sig"] if x._chain is not None else
+                  (tuple(x._t.shape), x._t.dtype) for x in inputs])
 
 
 def call(graph, inputs: list, ctx, training: bool) -> list[NDArray]:
@@ -98,7 +98,7 @@ def call(graph, inputs: list, ctx, training: bool) -> list[NDArray]:
             chains.append(chain)
     chain = None
     for c in chains:
-        if c.ctx != ctx or c.training != training or c.aux & aux or \
+        if (c.ctx is not ctx and c.ctx != ctx) or c.training != training or c.aux & aux or \
                 len(c.calls) >= MAX_CALLS or (chain is not None and c.aux & chain.aux):
             run(c)
         elif chain is None:

@@ -447,7 +447,7 @@ class HybridBlock(Block):
                     break
             else:
                 ctx = args[0].context
-                if all(a.context == ctx for a in args[1:]):
+                if all(a.context is ctx or a.context == ctx for a in args[1:]):
                     try:
                         outs = op(list(args), ctx)
                     except DeferredInitializationError:
