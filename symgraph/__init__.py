@@ -44,3 +44,16 @@ def __getattr__(attr: str):
         globals()[attr] = module
         return module
     raise AttributeError(f"module 'symgraph' has no attribute {attr!r}")
+
+
+def _serve_mxnet_role() -> None:
+    """MXNet's launch contract: a process started as DMLC_ROLE=scheduler or server stops
+    here, as MXNet's import does, serving until the workers are done (a worker or a plain
+    process returns at once; see symgraph.distributed)."""
+    from . import config as _config
+    if _config.env_flag("DMLC_ROLE") in ("scheduler", "server"):
+        from .distributed import serve_role
+        serve_role()
+
+
+_serve_mxnet_role()

@@ -31,6 +31,13 @@ class Config:
     # bind-time graph rewrites declared by ops (symgraph.rewrite), e.g. pick(log_softmax(x))
     # into one op; the symbol itself is never changed
     graph_rewrites: bool = True
+    # distributed stores (symgraph.distributed): how long a collective or the rendezvous
+    # waits for a lost worker before failing, the size of the flattened gradient buckets
+    # reduced in one collective, and how many pushes of a key dist_async lets replicas drift
+    # apart before averaging them
+    dist_timeout: float = 300.0
+    dist_bucket_mb: float = 25.0
+    async_period: int = 8
 
 
 _current: Config | None = None
@@ -52,6 +59,9 @@ def _from_env() -> Config:
         max_buckets=int(env.get("SYMGRAPH_MAX_BUCKETS", str(Config.max_buckets))),
         defer_recorded=env.get("SYMGRAPH_DEFER_RECORDED", "1") != "0",
         graph_rewrites=env.get("SYMGRAPH_REWRITES", "1") != "0",
+        dist_timeout=float(env.get("SYMGRAPH_DIST_TIMEOUT", str(Config.dist_timeout))),
+        dist_bucket_mb=float(env.get("SYMGRAPH_DIST_BUCKET_MB", str(Config.dist_bucket_mb))),
+        async_period=int(env.get("SYMGRAPH_ASYNC_PERIOD", str(Config.async_period))),
     )
 
 

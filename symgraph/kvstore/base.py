@@ -105,7 +105,9 @@ def create(name: str = "local") -> KVStoreBase:
     reports it lowercased as ``type``): ``'local'`` (and ``'local_update_cpu'``,
     ``'local_allreduce_cpu'``) keep the store's copy on the CPU; names containing ``'device'``
     (``'device'``, ``'local_allreduce_device'``) keep it on the first device and allow
-    gradient compression. Distributed types are not available yet.
+    gradient compression. Names containing ``'dist'`` make a
+    :class:`~symgraph.kvstore.dist.DistKVStore` on torch.distributed (``'dist_sync'``,
+    ``'dist_device_sync'``, ``'dist_async'``).
 
     Parameters
     ----------
@@ -133,8 +135,11 @@ def create(name: str = "local") -> KVStoreBase:
     name = name.lower()
     if name in KVStoreBase.kv_registry:
         return KVStoreBase.kv_registry[name]()
-    if any(word in name for word in ("dist", "nccl", "horovod")):
-        raise MXNetError(f"kvstore type {name!r} is not supported by symgraph yet: only "
-                         "single-machine stores ('local', 'device', ...) are available")
+    if "dist" in name:
+        from .dist import DistKVStore
+        return DistKVStore(name)
+    if any(word in name for word in ("nccl", "horovod")):
+        raise MXNetError(f"kvstore type {name!r} is not supported by symgraph: use 'device' "
+                         "on one machine or 'dist_device_sync' across machines")
     from .kvstore import KVStore
     return KVStore(name)

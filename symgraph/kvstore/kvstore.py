@@ -1,15 +1,16 @@
 """The built-in single-machine ``KVStore`` ('local', 'device' and MXNet's aliases).
 
-Internal interface (what a later ``dist_sync`` store overrides; callers never see it):
+Internal interface (what the distributed stores override; callers never see it):
 
+- ``_reduce_all([(key, tensors)]) -> [tensor]``: ``_reduce`` of every key of one push;
 - ``_reduce(key, tensors) -> tensor``: sum the device copies of one pushed key (after 2-bit
   compression when set) onto the merge device;
 - ``_apply(key, merged)``: run the updater on the stored weight, or store ``merged``;
 - ``_broadcast(key, outs)``: copy the stored value into every output array.
 
-``push`` is ``_reduce`` then ``_apply``; ``pull`` is ``_broadcast``. A distributed store
-all-reduces ``merged`` across workers in ``_reduce`` and reports its own ``rank``,
-``num_workers`` and ``barrier``.
+``push`` is ``_reduce_all`` then ``_apply``; ``pull`` is ``_broadcast``. A distributed store
+(:mod:`symgraph.kvstore.dist`) all-reduces the merged values across workers in
+``_reduce_all`` and reports its own ``rank``, ``num_workers`` and ``barrier``.
 """
 from __future__ import annotations
 
@@ -193,9 +194,12 @@ kv.init or kv.broadcast with this key multiple times
         ...
         symgraph.base.MXNetError: key 9 has not been inited
         """
-        for k, arrays in _pairs(key, value):
+        pairs = _pairs(key, value)
+        for k, _ in pairs:
             self._stored(k)
-            self._apply(k, self._reduce(k, [a._t for a in arrays]))
+        merged = self._reduce_all([(k, [a._t for a in arrays]) for k, arrays in pairs])
+        for (k, _), m in zip(pairs, merged):
+            self._apply(k, m)
 
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
         """Copy the stored values into ``out`` (one NDArray or a list per key).
@@ -331,6 +335,10 @@ kv.init or kv.broadcast with this key multiple times
     _barrier = barrier
 
     # ------------------------------------------------------------------ internal interface
+    def _reduce_all(self, pushed: list[tuple]) -> list[torch.Tensor]:
+        """:meth:`_reduce` of every ``(key, tensors)`` pushed in one call."""
+        return [self._reduce(k, tensors) for k, tensors in pushed]
+
     def _reduce(self, key, tensors: list[torch.Tensor]) -> torch.Tensor:
         """Sum the pushed copies of ``key`` onto the merge device (a new tensor)."""
         device = self._home(tensors[0])

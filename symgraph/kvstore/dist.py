@@ -1,0 +1,131 @@
+"""Distributed stores on torch.distributed: ``dist_sync``, ``dist_device_sync``, ``dist_async``.
+
+There is no server process: every worker keeps a replica of each key, and the collectives
+of :mod:`symgraph.distributed` keep the replicas equal.
+
+- ``init``: rank 0's values are broadcast (on MXNet only worker 0's init reaches the
+  servers), so every worker starts from the same weights.
+- ``push`` (sync; any type without ``_async``): each worker sums its device copies of a key
+  (then 2-bit quantises that sum, with a residual per key, when compression is set) and the
+  sums are all-reduced over the workers, flattened into buckets of at most
+  ``config.dist_bucket_mb`` — a few collectives per ``push`` call, not one per key. With an
+  optimizer set, every worker applies the same update to its replica, from the same bytes,
+  so replicas stay bit-identical; without one the stored value becomes the sum, so a pull
+  after a push sees the sum over all workers of that step, as from MXNet's servers.
+- ``push`` (``dist_async``): a worker applies its own pushes at once, waiting for nobody;
+  every ``config.async_period`` pushes of a key the replicas are averaged over the workers
+  (bounded staleness, not MXNet's server-side asynchrony; see docs/compat.md). Workers must
+  push each key equally often.
+- ``save_optimizer_states``/``load_optimizer_states`` work on any worker (each has the
+  updater); write checkpoints from one rank.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import config, distributed
+from .kvstore import KVStore, _pairs, _sum
+
+__all__ = ["DistKVStore"]
+
+
+def _buckets(tensors: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+    """Consecutive tensors of one dtype and device, at most ``dist_bucket_mb`` per group
+    (a larger tensor is a group of its own)."""
+    limit = config.get().dist_bucket_mb * (1 << 20)
+    groups: list[list[torch.Tensor]] = []
+    size = 0.0
+    for t in tensors:
+        nbytes = t.numel() * t.element_size()
+        last = groups[-1] if groups else None
+        if last is None or last[0].dtype != t.dtype or last[0].device != t.device or \
+                size + nbytes > limit:
+            groups.append([t])
+            size = nbytes
+        else:
+            last.append(t)
+            size += nbytes
+    return groups
+
+
+def _bucketed(tensors: list[torch.Tensor], collective) -> None:
+    """Run ``collective(flat)`` (in place) on flattened buckets of ``tensors``; results are
+    written back into the tensors."""
+    for group in _buckets(tensors):
+        if len(group) == 1 and group[0].is_contiguous():
+            collective(group[0])
+            continue
+        flat = torch.cat([t.reshape(-1) for t in group])
+        collective(flat)
+        for t, piece in zip(group, flat.split([t.numel() for t in group])):
+            t.copy_(piece.view(t.shape))
+
+
+class DistKVStore(KVStore):
+    """A store whose keys are kept equal on every worker process (see the module docstring).
+
+    Made by ``mx.kv.create('dist_sync')`` (also ``'dist'``, ``'dist_device_sync'``,
+    ``'dist_sync_device'``, ``'dist_async'``) in a process started by
+    ``python -m symgraph.launch``, ``torchrun`` or MXNet's launch environment; creating it
+    joins the process group.
+    """
+
+    def __init__(self, name: str = "dist_sync"):
+        super().__init__(name)
+        self._async = "_async" in self._type
+        self._pushes: dict = {}  # dist_async: pushes of each key since it was averaged
+        distributed.rank()  # join now: a bad launch fails where the store is made
+
+    @property
+    def rank(self) -> int:
+        """This worker's rank in ``[0, num_workers)``."""
+        return distributed.rank()
+
+    @property
+    def num_workers(self) -> int:
+        """Number of worker processes."""
+        return distributed.num_workers()
+
+    def barrier(self) -> None:
+        """Wait until every worker arrives."""
+        distributed.barrier()
+
+    _barrier = barrier
+
+    def init(self, key, value) -> None:
+        """Initialise keys with rank 0's values (every worker must call it alike)."""
+        super().init(key, value)
+        keys = list(dict.fromkeys(k for k, _ in _pairs(key, value)))
+        _bucketed([self._store[k] for k in keys],
+                  lambda flat: distributed.broadcast(flat, 0, "kvstore init"))
+
+    def push(self, key, value, priority: int = 0) -> None:
+        super().push(key, value, priority)
+        if self._async:
+            self._average_due([k for k, _ in _pairs(key, value)])
+
+    # ------------------------------------------------------------------ internal interface
+    def _reduce_all(self, pushed: list[tuple]) -> list[torch.Tensor]:
+        merged = [self._local(k, tensors) for k, tensors in pushed]
+        if not self._async:
+            _bucketed(merged, lambda flat: distributed.all_reduce(flat, "kvstore push"))
+        return merged
+
+    def _local(self, key, tensors: list[torch.Tensor]) -> torch.Tensor:
+        """This worker's contribution: its copies summed, then quantised if compressing."""
+        merged = _sum(tensors, self._home(tensors[0]))
+        if self._compression is not None:
+            merged = self._compression.quantize(key, 0, merged)
+        return merged
+
+    def _average_due(self, keys: list) -> None:
+        """dist_async: average the replicas of keys pushed ``async_period`` times."""
+        period, due = config.get().async_period, []
+        for k in dict.fromkeys(keys):
+            self._pushes[k] = self._pushes.get(k, 0) + 1
+            if self._pushes[k] % period == 0:
+                due.append(self._store[k])
+        if due:
+            size = self.num_workers
+            _bucketed(due, lambda flat: (distributed.all_reduce(flat, "kvstore average"),
+                                         flat.div_(size)))
