@@ -106,3 +106,18 @@ def test_a_lost_worker_fails_the_others_in_bounded_time(mode, tmp_path):
         assert got["error"] == "WorkerLost", got
         assert f"lost rank(s) [{n - 1}]" in got["message"], got["message"]
         assert got["seconds"] < timeout + 10, got
+
+
+def test_launcher_runs_n_workers(tmp_path):
+    import json
+    import subprocess
+    import sys
+    out = tmp_path / "semantics"
+    proc = subprocess.run(
+        [sys.executable, "-m", "symgraph.launch", "-n", "2", "tests/dist_workers.py",
+         "semantics", str(out)], cwd=dist_harness.ROOT, env=dist_harness._env({}),
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ranks = {r: json.loads((tmp_path / f"semantics.{r}").read_text()) for r in range(2)}
+    assert all(got["n"] == 2 for got in ranks.values())
+    np.testing.assert_array_equal(ranks[1]["push_a"], np.full((2, 3), 6.0))
