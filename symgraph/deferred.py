@@ -170,8 +170,11 @@ def _run(chain: Chain, heads: dict | None, head_grads: list | None) -> bool:
         wiring.append((graph, tuple(wires)))
     graph, params = _composed(wiring, len(external), mask, tuple(p for _, _, p, _ in calls))
     if head_grads is not None and not any(is_tracked(x) for x in external):
-        grads = {k: None if head_grads[heads[id(o)]] is None else head_grads[heads[id(o)]]._t
-                 for k, o in enumerate(flat) if id(o) in heads}
+        grads = {}
+        for k, o in enumerate(flat):
+            if id(o) in heads:
+                given = head_grads[heads[id(o)]]
+                grads[k] = None if given is None else given._t
         results = graph.run_with_backward(external, chain.ctx, chain.training, params, grads)
         done = True
     else:

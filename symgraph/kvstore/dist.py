@@ -127,5 +127,8 @@ class DistKVStore(KVStore):
                 due.append(self._store[k])
         if due:
             size = self.num_workers
-            _bucketed(due, lambda flat: (distributed.all_reduce(flat, "kvstore average"),
-                                         flat.div_(size)))
+
+            def average(flat: torch.Tensor) -> None:
+                distributed.all_reduce(flat, "kvstore average")
+                flat.div_(size)
+            _bucketed(due, average)

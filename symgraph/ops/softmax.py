@@ -115,18 +115,26 @@ def _plain(p, n_inputs: int, expected: int) -> bool:
         n_inputs == expected
 
 
+def _plain_axis(p, in_shapes: list, expected: int, data: int) -> int | None:
+    """The axis of a one-call case on these shapes (input ``data`` holds the values), or
+    None: the general path runs (and reports a bad axis when the step runs)."""
+    if not _plain(p, len(in_shapes), expected):
+        return None
+    try:
+        return _axis(p, len(in_shapes[data]))
+    except MXNetError:
+        return None
+
+
 def _prepare(log: bool):
     """``prepare`` for softmax/log_softmax: the axis decided once; float32/64 data runs one
     torch call (other dtypes take the general path, which widens float16)."""
     fn = torch.log_softmax if log else torch.softmax
 
     def prepare(p, in_shapes, out_shapes, out=None):
-        if out is not None or not _plain(p, len(in_shapes), 1):
+        ax = None if out is not None else _plain_axis(p, in_shapes, 1, 0)
+        if ax is None:
             return None
-        try:
-            ax = _axis(p, len(in_shapes[0]))
-        except MXNetError:
-            return None  # the general path reports it when the step runs
 
         def run(p, ins, aux, rt):
             x = ins[0]
@@ -137,19 +145,14 @@ def _prepare(log: bool):
     return prepare
 
 
-
-
 def _backward_prepare(log: bool):
     """``prepare`` for the softmax/log_softmax gradients (same rule as their prepare)."""
     general = _backward_forward(log)
 
     def prepare(p, in_shapes, out_shapes, out=None):
-        if out is not None or not _plain(p, len(in_shapes), 2):
+        ax = None if out is not None else _plain_axis(p, in_shapes, 2, 1)
+        if ax is None:
             return None
-        try:
-            ax = _axis(p, len(in_shapes[1]))
-        except MXNetError:
-            return None  # the general path reports it when the step runs
 
         def run(p, ins, aux, rt):
             dy, y = ins[0], ins[1]
