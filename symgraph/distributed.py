@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import datetime
+import functools
 import sys
 import threading
 import time
@@ -27,7 +28,8 @@ import torch
 from . import config
 from .base import MXNetError
 
-__all__ = ["WorkerLost", "all_reduce", "barrier", "broadcast", "num_workers", "rank"]
+__all__ = ["WorkerLost", "all_reduce", "barrier", "broadcast", "num_workers", "one_writer",
+           "rank"]
 
 _BEAT_S = 0.5  # heartbeat period; a rank silent for 6 periods counts as lost
 _STATE: dict = {}
@@ -123,6 +125,24 @@ def rank() -> int:
 def num_workers() -> int:
     """Number of worker processes."""
     return _join()["size"]
+
+
+def one_writer(fn):
+    """Decorate a checkpoint writer: in a distributed job (once this process joined the
+    group) only rank 0 writes — the replicas are identical — and other ranks return None.
+
+    >>> @one_writer
+    ... def save(path):
+    ...     return 'written'
+    >>> save('x')  # not in a distributed job: every process writes
+    'written'
+    """
+    @functools.wraps(fn)
+    def writer(*args, **kwargs):
+        if _STATE and _STATE["rank"] != 0:
+            return None
+        return fn(*args, **kwargs)
+    return writer
 
 
 def _lost(seq: int) -> list[int]:

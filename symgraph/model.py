@@ -15,6 +15,7 @@ import numpy as np
 from . import config
 from .base import MXNetError
 from .context import cpu
+from .distributed import one_writer
 from .executor_manager import DataParallelExecutorManager
 from .ndarray import load as nd_load
 from .ndarray import save as nd_save
@@ -25,9 +26,11 @@ BatchEndParam = namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", 
 
 # ------------------------------------------------------------------ checkpoints
 
+@one_writer
 def save_checkpoint(prefix: str, epoch: int, symbol, arg_params: dict, aux_params: dict,
                     remove_amp_cast: bool = True) -> None:
-    """Write ``prefix-symbol.json`` and ``prefix-%04d.params`` (each atomically).
+    """Write ``prefix-symbol.json`` and ``prefix-%04d.params`` (each atomically; in a
+    distributed job only rank 0 writes).
 
     >>> import tempfile, os, symgraph as mx
     >>> d = tempfile.mkdtemp(); net = mx.sym.Variable('x') * 2
@@ -118,30 +121,39 @@ def _create_kvstore(kvstore, num_device: int, arg_params: dict):
 
 def _initialize_kvstore(kvstore, param_arrays, arg_params, param_names,
                         update_on_kvstore) -> None:
-    for idx, param_on_devs in enumerate(param_arrays):
-        name = param_names[idx]
-        kvstore.init(name, arg_params[name])
-        if update_on_kvstore:
-            kvstore.pull(name, param_on_devs, priority=-idx)
+    """``init`` every parameter's key; with updates on the store (or a distributed store,
+    so every replica starts from rank 0's values) ``broadcast`` it into the device copies."""
+    from .kvstore import each_key
+    names = [param_names[i] for i in range(len(param_arrays))]
+    values = [arg_params[name] for name in names]
+    prios = [-i for i in range(len(names))]
+    if update_on_kvstore or "dist" in kvstore.type:
+        each_key(kvstore, "broadcast", names, prios, value=values, out=param_arrays)
+    else:
+        each_key(kvstore, "init", names, value=values)
+
+
+def _live(grad_arrays) -> list[int]:
+    """Indices of the parameters that have gradients."""
+    return [i for i, grads in enumerate(grad_arrays) if grads[0] is not None]
 
 
 def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names) -> None:
-    for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
-        if grad_list[0] is None:
-            continue
-        name = param_names[index]
-        kvstore.push(name, grad_list, priority=-index)
-        kvstore.pull(name, arg_list, priority=-index)
+    """Push every gradient and pull the updated weights (one store call on our stores)."""
+    from .kvstore import each_key
+    live = _live(grad_arrays)
+    each_key(kvstore, "pushpull", [param_names[i] for i in live], [-i for i in live],
+             value=[grad_arrays[i] for i in live], out=[param_arrays[i] for i in live])
 
 
 def _update_params(param_arrays, grad_arrays, updater, num_device: int, kvstore=None,
                    param_names=None) -> None:
-    live = [i for i, grads in enumerate(grad_arrays) if grads[0] is not None]
+    """Sum gradients through the store (if any), then update on every device."""
+    from .kvstore import each_key
+    live = _live(grad_arrays)
     if kvstore:
-        for index in live:
-            name = param_names[index]
-            kvstore.push(name, grad_arrays[index], priority=-index)  # sum over devices
-            kvstore.pull(name, grad_arrays[index], priority=-index)
+        each_key(kvstore, "pushpull", [param_names[i] for i in live], [-i for i in live],
+                 value=[grad_arrays[i] for i in live], out=None)
     if not live:
         return
     for k in range(num_device):  # one (aggregated) updater call per device, as MXNet 1.9

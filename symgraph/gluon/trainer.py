@@ -11,7 +11,7 @@ so ``load_states`` reads only files written by symgraph.
 from __future__ import annotations
 
 from .. import optimizer as opt
-from ..kvstore import KVStore
+from ..kvstore import KVStore, each_key
 from ..model import _create_kvstore, _create_sparse_kvstore
 from ..symbol.json_io import atomic_write
 from .parameter import Parameter, ParameterDict, arrays_version
@@ -156,7 +156,7 @@ Parameters with stale gradient
         if not self._kv_initialized:
             raise AssertionError("Cannot initialize parameters in KVStore "
                                  "when KVStore is not initialized.")
-        params_to_init = []
+        params_to_init, dense = [], []
         if self._kvstore:
             for param in self._params_to_init:
                 if param._deferred_init:
@@ -167,7 +167,9 @@ Parameters with stale gradient
                 if param._stype != "default":
                     self._kvstore.init(idx, param_arrays[0])
                 else:
-                    self._kvstore.broadcast(idx, param_arrays[0], param_arrays)
+                    dense.append((idx, param_arrays))
+            each_key(self._kvstore, "broadcast", [i for i, _ in dense],
+                     value=[arrays[0] for _, arrays in dense], out=[a for _, a in dense])
         self._params_to_init = params_to_init
 
     def _reset_kvstore(self) -> None:
@@ -338,16 +340,19 @@ Parameters with stale gradient
     def _allreduce_grads(self) -> None:
         if not self._kvstore:
             return
+        dense = []
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
-            grad_list = param.list_grad()
-            if grad_list[0].stype != "default":
-                self._push_pull_sparse(i, param, grad_list)
-            elif self._update_on_kvstore:  # push gradients, pull updated weights
-                self._kvstore.pushpull(i, grad_list, out=param.list_data(), priority=-i)
-            else:  # allreduce the gradients in place
-                self._kvstore.pushpull(i, grad_list, priority=-i)
+            if param.list_grad()[0].stype != "default":
+                self._push_pull_sparse(i, param, param.list_grad())
+            else:
+                dense.append(i)
+        # on the kvstore: push gradients, pull updated weights; else allreduce in place
+        outs = [self._params[i].list_data() for i in dense] if self._update_on_kvstore \
+            else None
+        each_key(self._kvstore, "pushpull", dense, [-i for i in dense],
+                 value=[self._params[i].list_grad() for i in dense], out=outs)
 
     def _push_pull_sparse(self, i: int, param, grad_list: list) -> None:
         """Sparse gradients: push, then pull weights (or gradients) of dense Parameters."""

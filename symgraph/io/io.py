@@ -216,6 +216,27 @@ def _init_data(data, allow_empty: bool, default_name: str) -> list:
     return sorted(data.items())
 
 
+def part_rows(num: int, num_parts: int, part_index: int) -> torch.Tensor:
+    """Row indices of part ``part_index`` of ``num_parts`` equal contiguous parts of ``num``
+    rows (``ceil(num / num_parts)`` each; the last parts wrap around to the first rows).
+
+    >>> part_rows(5, 2, 1).tolist()
+    [3, 4, 0]
+    >>> part_rows(5, 2, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: part_index=2 must be in [0, num_parts=2)
+    """
+    if not isinstance(num_parts, int) or num_parts < 1:
+        raise ValueError(f"num_parts={num_parts!r} must be a positive integer")
+    if not isinstance(part_index, int) or not 0 <= part_index < num_parts:
+        raise ValueError(f"part_index={part_index!r} must be in [0, num_parts={num_parts})")
+    if num < 1:
+        raise ValueError(f"cannot split {num} samples into {num_parts} parts")
+    size = -(-num // num_parts)
+    return torch.arange(part_index * size, (part_index + 1) * size) % num
+
+
 def _batch_shape(shape: tuple, batch_axis: int, batch_size: int) -> tuple:
     return tuple(list(shape[:batch_axis]) + [batch_size] + list(shape[batch_axis + 1:]))
 
@@ -239,7 +260,16 @@ class NDArrayIter(DataIter):
     data_name, label_name : str
     layout : str
         Where 'N' is, the batch axis.
+    num_parts, part_index : int
+        symgraph's addition for distributed training (as MXNet's record iterators): iterate
+        over part ``part_index`` of ``num_parts`` contiguous parts of the samples, typically
+        ``num_parts=kv.num_workers, part_index=kv.rank``. Every part has
+        ``ceil(n / num_parts)`` samples (the last parts wrap around to the first samples),
+        so every worker makes the same number of batches, as ``dist_sync`` needs.
 
+    >>> it = NDArrayIter(np.arange(5), batch_size=2, num_parts=2, part_index=1)
+    >>> [b.data[0].asnumpy().tolist() for b in it]
+    [[3.0, 4.0], [0.0, 3.0]]
     >>> it = NDArrayIter(np.arange(5), batch_size=2, last_batch_handle='roll_over')
     >>> [b.data[0].asnumpy().tolist() for b in it]
     [[0.0, 1.0], [2.0, 3.0]]
@@ -249,10 +279,16 @@ class NDArrayIter(DataIter):
 
     def __init__(self, data, label=None, batch_size: int = 1, shuffle: bool = False,
                  last_batch_handle: str = "pad", data_name: str = "data",
-                 label_name: str = "softmax_label", layout: str = "NCHW"):
+                 label_name: str = "softmax_label", layout: str = "NCHW", num_parts: int = 1,
+                 part_index: int = 0):
         super().__init__(batch_size)
         self.data = _init_data(data, allow_empty=False, default_name=data_name)
         self.label = _init_data(label, allow_empty=True, default_name=label_name)
+        if num_parts != 1 or part_index != 0:
+            axis = layout.find("N")
+            rows = part_rows(self.data[0][1].shape[axis], num_parts, part_index)
+            self.data, self.label = ([(k, NDArray(v._t.index_select(axis, rows)))
+                                      for k, v in source] for source in (self.data, self.label))
         self.idx = np.arange(self.data[0][1].shape[0])
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle

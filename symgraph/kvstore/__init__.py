@@ -11,6 +11,6 @@ a distributed store overrides.
 from __future__ import annotations
 
 from .base import KVStoreBase, create
-from .kvstore import KVStore
+from .kvstore import KVStore, each_key
 
-__all__ = ["KVStore", "KVStoreBase", "create"]
+__all__ = ["KVStore", "KVStoreBase", "create", "each_key"]

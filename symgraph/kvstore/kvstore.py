@@ -24,7 +24,7 @@ from ..ndarray import NDArray
 from .base import KVStoreBase
 from .compression import TwoBitCompression
 
-__all__ = ["KVStore"]
+__all__ = ["KVStore", "each_key"]
 
 
 def _pairs(keys, values, what: str = "value") -> list[tuple]:
@@ -55,6 +55,30 @@ def _sum(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
             part = part + t
         out += part
     return out
+
+
+def each_key(kv, method: str, keys: list, priorities: list | None = None, **arrays) -> None:
+    """``kv.<method>(keys, **arrays)`` for several keys (``arrays``: one list entry per key).
+
+    symgraph's own stores take all keys in one call, so a distributed store runs a few
+    flattened collectives for them; any other ``KVStoreBase`` gets one call per key, with
+    the key's priority, as MXNet 1.9's training loops make them.
+
+    >>> import symgraph as mx
+    >>> kv = mx.kv.create()
+    >>> each_key(kv, 'init', ['a', 'b'], value=[mx.nd.ones((1,)), mx.nd.zeros((1,))])
+    >>> sorted(kv._store)
+    ['a', 'b']
+    """
+    if not keys:
+        return
+    call = getattr(kv, method)
+    if isinstance(kv, KVStore):
+        call(list(keys), **{n: None if a is None else list(a) for n, a in arrays.items()})
+        return
+    for i, key in enumerate(keys):
+        extra = {} if priorities is None else {"priority": priorities[i]}
+        call(key, **{n: None if a is None else a[i] for n, a in arrays.items()}, **extra)
 
 
 class KVStore(KVStoreBase):

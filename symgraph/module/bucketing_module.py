@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import config
 from ..context import cpu
+from ..distributed import one_writer
 from ..model import load_params
 from ..symbol.naming import NameManager
 from .base_module import BaseModule
@@ -475,9 +476,11 @@ compression_params
                 mod.install_monitor(mon)
 
     # ------------------------------------------------------------ checkpoints
+    @one_writer
     def save_checkpoint(self, prefix: str, epoch: int, remove_amp_cast: bool = False) -> None:
         """Save the parameters, one ``prefix-<key>-symbol.json`` per bucket and the bucket
-        keys (``prefix.buckets``, int32), as MXNet does."""
+        keys (``prefix.buckets``, int32), as MXNet does (in a distributed job only rank 0
+        writes)."""
         from .. import ndarray as nd
         assert len(self._buckets) > 0, "Empty BucketingModule cannot be saved"
         self.save_params(f"{prefix}-{epoch:04d}.params")

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ..context import Context, cpu
+from ..distributed import one_writer
 from ..executor_group import DataParallelExecutorGroup
 from ..io import DataDesc
 from ..model import (
@@ -121,9 +122,11 @@ class Module(BaseModule):
             mod._preload_opt_states = f"{prefix}-{epoch:04d}.states"
         return mod
 
+    @one_writer
     def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False,
                         remove_amp_cast: bool = True) -> None:
-        """Save symbol, parameters (and optimizer states) in MXNet's file layout."""
+        """Save symbol, parameters (and optimizer states) in MXNet's file layout, each file
+        atomically; in a distributed job only rank 0 writes."""
         arg_params, aux_params = self.get_params()
         save_checkpoint(prefix, epoch, self._symbol, arg_params, aux_params, remove_amp_cast)
         if save_optimizer_states:
@@ -324,8 +327,10 @@ class Module(BaseModule):
         self._updater = shared_module._updater
         self.optimizer_initialized = True
 
+    @one_writer
     def save_optimizer_states(self, fname: str) -> None:
-        """Write optimizer states (safe format, atomically)."""
+        """Write optimizer states (safe format, atomically; in a distributed job only rank 0
+        writes)."""
         assert self.optimizer_initialized
         if self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname)

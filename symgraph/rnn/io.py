@@ -88,6 +88,12 @@ class BucketSentenceIter(DataIter):
     dtype : str, default 'float32'
     layout : str, default 'NT'
         'NT' (batch, time) or 'TN' (time, batch).
+    num_parts, part_index : int, default 1, 0
+        symgraph's addition for distributed training: keep part ``part_index`` of
+        ``num_parts`` contiguous parts of every bucket's sentences (``n // num_parts``
+        each), typically ``num_parts=kv.num_workers, part_index=kv.rank``. Every worker
+        then has as many batches of each bucket, and workers seeded alike take the buckets
+        in the same order, so a ``dist_sync`` step sees one bucket on every worker.
 
     Examples
     --------
@@ -99,6 +105,8 @@ class BucketSentenceIter(DataIter):
     (2, (2, 2), (2, 2))
     >>> sorted(batch.label[0].asnumpy().tolist())
     [[2.0, -1.0], [4.0, -1.0]]
+    >>> BucketSentenceIter([[1, 2], [3, 4], [5, 6]], 1, num_parts=2, part_index=1).data
+    [array([[3., 4.]], dtype=float32)]
     >>> BucketSentenceIter([[1, 2], [3, 4]], 2, layout='TC')
     Traceback (most recent call last):
     ...
@@ -107,13 +115,16 @@ class BucketSentenceIter(DataIter):
 
     def __init__(self, sentences, batch_size: int, buckets=None, invalid_label: int = -1,
                  data_name: str = 'data', label_name: str = 'softmax_label',
-                 dtype: str = 'float32', layout: str = 'NT'):
+                 dtype: str = 'float32', layout: str = 'NT', num_parts: int = 1,
+                 part_index: int = 0):
         super().__init__()
         if not buckets:
             buckets = [i for i, j in enumerate(np.bincount([len(s) for s in sentences]))
                        if j >= batch_size]
         buckets.sort()
         self.data, buckets, ndiscard = _bucket(sentences, buckets, invalid_label, dtype)
+        if num_parts != 1 or part_index != 0:
+            self.data = [_part(buck, num_parts, part_index) for buck in self.data]
         if ndiscard:
             logging.warning("discarded %d sentences longer than the largest bucket.", ndiscard)
         self.batch_size = batch_size
@@ -174,6 +185,16 @@ class BucketSentenceIter(DataIter):
                                                 layout=self.layout)],
                          provide_label=[DataDesc(name=self.label_name, shape=label.shape,
                                                  layout=self.layout)])
+
+
+def _part(rows: np.ndarray, num_parts: int, part_index: int) -> np.ndarray:
+    """Part ``part_index`` of ``num_parts`` contiguous parts of ``len(rows) // num_parts``."""
+    if not isinstance(num_parts, int) or num_parts < 1:
+        raise ValueError(f"num_parts={num_parts!r} must be a positive integer")
+    if not isinstance(part_index, int) or not 0 <= part_index < num_parts:
+        raise ValueError(f"part_index={part_index!r} must be in [0, num_parts={num_parts})")
+    size = len(rows) // num_parts
+    return rows[part_index * size:(part_index + 1) * size]
 
 
 def _bucket(sentences, buckets: list, invalid_label: int, dtype: str):
