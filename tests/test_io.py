@@ -135,3 +135,58 @@ def test_prefetching_reset_midway_does_not_hang():
     it.reset()
     next(it)
     del it  # a worker blocked on a full queue must exit
+
+
+# ---------------------------------------------------------------- parts (distributed)
+@pytest.mark.parametrize("n,parts", [(10, 3), (12, 4), (7, 2), (3, 3)])
+def test_ndarrayiter_parts_cover_the_samples_in_equal_batch_counts(n, parts):
+    data = np.arange(n * 2, dtype=np.float32).reshape(n, 2)
+    label = np.arange(n, dtype=np.float32)
+    seen, counts = [], set()
+    for index in range(parts):
+        it = mx.io.NDArrayIter(data, label, batch_size=2, num_parts=parts, part_index=index)
+        batches = list(it)
+        counts.add(len(batches))
+        for b in batches:
+            np.testing.assert_array_equal(b.data[0].asnumpy()[:, 0] / 2, b.label[0].asnumpy())
+        rows = np.concatenate([b.label[0].asnumpy()[:2 - b.pad] for b in batches])
+        size = -(-n // parts)
+        np.testing.assert_array_equal(rows, np.arange(index * size, (index + 1) * size) % n)
+        seen.extend(rows.tolist())
+    assert counts == {-(-(-(-n // parts)) // 2)}  # every worker makes as many batches
+    assert set(seen) == set(range(n))
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"num_parts": 0}, "num_parts=0 must be a positive integer"),
+    ({"num_parts": 2, "part_index": 2}, r"part_index=2 must be in \[0, num_parts=2\)"),
+    ({"num_parts": 2, "part_index": -1}, r"part_index=-1 must be in"),
+])
+def test_parts_are_checked(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        mx.io.NDArrayIter(np.zeros((4, 2)), batch_size=2, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        mx.rnn.BucketSentenceIter([[1, 2]] * 4, 1, **kwargs)
+
+
+def test_bucket_sentence_iter_parts_split_every_bucket():
+    import random
+    rng = np.random.RandomState(0)  # sentence i starts with token i + 1: rows are traceable
+    sents = [[i + 1] + [1] * (length - 1) for i, length in enumerate(rng.choice([3, 5, 8], 50))]
+    whole = mx.rnn.BucketSentenceIter(sents, 2, buckets=[3, 5, 8])
+    parts = [mx.rnn.BucketSentenceIter(sents, 2, buckets=[3, 5, 8], num_parts=3, part_index=i)
+             for i in range(3)]
+    for b, rows in enumerate(whole.data):
+        size = len(rows) // 3
+        firsts = [set(p.data[b][:, 0].tolist()) for p in parts]
+        assert [len(f) for f in firsts] == [size] * 3  # as many rows per worker
+        assert not (firsts[0] & firsts[1]) and not (firsts[1] & firsts[2])  # disjoint
+        assert set.union(*firsts) <= set(rows[:, 0].tolist())
+    keys = []  # workers seeded alike take the same buckets in the same order
+    for index in range(3):
+        np.random.seed(1)
+        random.seed(1)
+        part = mx.rnn.BucketSentenceIter(sents, 2, buckets=[3, 5, 8], num_parts=3,
+                                         part_index=index)
+        keys.append([batch.bucket_key for batch in part])
+    assert keys[0] == keys[1] == keys[2] and len(keys[0]) > 0
