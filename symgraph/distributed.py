@@ -9,10 +9,11 @@ training script's body (:func:`serve_role`, called when symgraph is imported, as
 server module is) and exit once every worker is done. Collectives use gloo on CPU tensors
 (NCCL is used for CUDA tensors when available).
 
-Faults: before each collective a rank counts it in the store (``seq/<rank>``) and a daemon
-thread marks every rank alive (``beat/<rank>``). A collective that fails — a peer closed its
-connection, or nothing arrived within ``config.dist_timeout`` seconds — raises
-:class:`WorkerLost` naming the ranks that did not reach it or stopped beating.
+Faults: a daemon thread on every rank writes ``beat/<rank>`` = "<time> <collectives
+started>" to the store twice a second (a collective itself costs no store round trip). A
+collective that fails — a peer closed its connection, or nothing arrived within
+``config.dist_timeout`` seconds — raises :class:`WorkerLost` naming the ranks that did not
+reach it or stopped beating.
 """
 from __future__ import annotations
 
@@ -97,10 +98,18 @@ def _dmlc_rendezvous() -> tuple:
 def _beat(store, rank: int) -> None:
     while not _STATE.get("done"):
         try:
-            store.set(f"beat/{rank}", repr(time.time()))
+            store.set(f"beat/{rank}", f"{time.time()!r} {_STATE['seq']}")
         except Exception:  # noqa: BLE001 - the store host is gone: collectives will say so
             return
         time.sleep(_BEAT_S)
+
+
+def _last_beat(store, r: int) -> tuple[float, int]:
+    """``(time, collectives started)`` of rank ``r``'s last heartbeat (0, 0 if none)."""
+    if not store.check([f"beat/{r}"]):
+        return 0.0, 0
+    when, seq = store.get(f"beat/{r}").decode().split()
+    return float(when), int(seq)
 
 
 def _leave() -> None:
@@ -148,14 +157,14 @@ def one_writer(fn):
 def _lost(seq: int) -> list[int]:
     """Ranks that did not reach collective ``seq`` or stopped beating."""
     state = _STATE
-    store, now, lost = state["store"], time.time(), []
+    store, lost = state["store"], []
+    time.sleep(2 * _BEAT_S)  # let every live peer publish its latest count
+    now = time.time()
     for r in range(state["size"]):
         if r == state["rank"]:
             continue
         try:
-            reached = store.add(f"seq/{r}", 0)
-            beat = float(store.get(f"beat/{r}").decode()) if store.check([f"beat/{r}"]) \
-                else 0.0
+            beat, reached = _last_beat(store, r)
         except Exception:  # noqa: BLE001 - the store itself is unreachable
             return [r for r in range(state["size"]) if r != state["rank"]]
         if reached < seq or now - beat > 6 * _BEAT_S:
@@ -167,7 +176,6 @@ def _collective(what: str, run) -> None:
     state = _join()
     state["seq"] += 1
     seq = state["seq"]
-    state["store"].add(f"seq/{state['rank']}", 1)
     try:
         run()
     except RuntimeError as err:
@@ -214,8 +222,7 @@ def _wait_for_workers(store, size: int) -> int:
     """Until every worker counted itself done (0), or none has beaten for the timeout (1)."""
     last = time.time()
     while store.add("done", 0) < size:
-        beats = [store.get(f"beat/{r}") for r in range(size) if store.check([f"beat/{r}"])]
-        newest = max((float(b.decode()) for b in beats), default=0.0)
+        newest = max(_last_beat(store, r)[0] for r in range(size))
         last = max(last, newest)
         if time.time() - last > config.get().dist_timeout:
             print(f"symgraph: no worker alive for {config.get().dist_timeout:g} s; "

@@ -8,19 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from symgraph import launch
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env(extra: dict) -> dict:
@@ -31,41 +25,12 @@ def _env(extra: dict) -> dict:
 
 
 def start(cmd: list[str], n: int, dmlc: bool = False, env: dict | None = None) -> tuple:
-    """Start ``cmd`` as ``n`` workers on 127.0.0.1: PyTorch's environment (``RANK``...), or
-    with ``dmlc`` MXNet's (a scheduler, a server and the workers). ``(procs, roles)``."""
-    port = free_port()
-    procs, roles = [], []
-    if dmlc:
-        base = {"DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": str(port),
-                "DMLC_NUM_WORKER": str(n), "DMLC_NUM_SERVER": "1", "DMLC_INTERFACE": "lo"}
-        for role in ["scheduler", "server"] + ["worker"] * n:
-            roles.append(role)
-            procs.append(subprocess.Popen(cmd, cwd=ROOT, env=_env({**base, **(env or {}),
-                                                                  "DMLC_ROLE": role})))
-    else:
-        for rank in range(n):
-            roles.append("worker")
-            procs.append(subprocess.Popen(cmd, cwd=ROOT, env=_env({
-                **(env or {}), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                "WORLD_SIZE": str(n), "RANK": str(rank)})))
-    return procs, roles
+    """:func:`symgraph.launch.start_local` from the repository root with the tests'
+    environment: ``(processes, roles)``."""
+    return launch.start_local(cmd, n, dmlc=dmlc, env=_env(env or {}), cwd=str(ROOT))
 
 
-def wait(procs: list, timeout: float, done=None) -> tuple[list[int], bool]:
-    """Wait for ``procs`` (at most ``timeout`` s, or until ``done()``), then kill what is
-    left: ``(exit codes, timed_out)``."""
-    deadline = time.time() + timeout
-    try:
-        while time.time() < deadline and any(p.poll() is None for p in procs):
-            if done is not None and done():
-                break
-            time.sleep(0.1)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        codes = [p.wait() for p in procs]
-    return codes, time.time() >= deadline
+wait = launch.wait
 
 
 def run(scenario: str, n: int, tmp: Path, timeout: float = 90.0, dmlc: bool = False,

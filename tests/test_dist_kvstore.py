@@ -108,13 +108,14 @@ def test_a_lost_worker_fails_the_others_in_bounded_time(mode, tmp_path):
         assert got["seconds"] < timeout + 10, got
 
 
-def test_launcher_runs_n_workers(tmp_path):
+@pytest.mark.parametrize("style", [[], ["--dmlc"]], ids=["torchrun", "dmlc"])
+def test_launcher_runs_n_workers(style, tmp_path):
     import json
     import subprocess
     import sys
     out = tmp_path / "semantics"
     proc = subprocess.run(
-        [sys.executable, "-m", "symgraph.launch", "-n", "2", "tests/dist_workers.py",
+        [sys.executable, "-m", "symgraph.launch", "-n", "2", *style, "tests/dist_workers.py",
          "semantics", str(out)], cwd=dist_harness.ROOT, env=dist_harness._env({}),
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -153,7 +153,8 @@ def test_ndarrayiter_parts_cover_the_samples_in_equal_batch_counts(n, parts):
         size = -(-n // parts)
         np.testing.assert_array_equal(rows, np.arange(index * size, (index + 1) * size) % n)
         seen.extend(rows.tolist())
-    assert counts == {-(-(-(-n // parts)) // 2)}  # every worker makes as many batches
+    part_size = -(-n // parts)
+    assert counts == {-(-part_size // 2)}  # every worker makes as many batches
     assert set(seen) == set(range(n))
 
 

@@ -21,44 +21,68 @@ of :mod:`symgraph.distributed` keep the replicas equal.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .. import config, distributed
+from ..base import ShapeError
 from .kvstore import KVStore, _pairs, _sum
 
 __all__ = ["DistKVStore"]
 
 
-def _buckets(tensors: list[torch.Tensor]) -> list[list[torch.Tensor]]:
-    """Consecutive tensors of one dtype and device, at most ``dist_bucket_mb`` per group
-    (a larger tensor is a group of its own)."""
+def _buckets(specs: list[tuple]) -> list[list[int]]:
+    """Indices of consecutive ``(nbytes, dtype, device)`` specs grouped by dtype and device,
+    at most ``dist_bucket_mb`` per group (a larger item is a group of its own)."""
     limit = config.get().dist_bucket_mb * (1 << 20)
-    groups: list[list[torch.Tensor]] = []
-    size = 0.0
-    for t in tensors:
-        nbytes = t.numel() * t.element_size()
-        last = groups[-1] if groups else None
-        if last is None or last[0].dtype != t.dtype or last[0].device != t.device or \
-                size + nbytes > limit:
-            groups.append([t])
-            size = nbytes
+    groups: list[list[int]] = []
+    size, last = 0, None
+    for i, (nbytes, dtype, device) in enumerate(specs):
+        if last is None or last != (dtype, device) or size + nbytes > limit:
+            groups.append([i])
+            size, last = nbytes, (dtype, device)
         else:
-            last.append(t)
+            groups[-1].append(i)
             size += nbytes
     return groups
 
 
+def _spec(t: torch.Tensor) -> tuple:
+    return t.numel() * t.element_size(), t.dtype, t.device
+
+
 def _bucketed(tensors: list[torch.Tensor], collective) -> None:
     """Run ``collective(flat)`` (in place) on flattened buckets of ``tensors``; results are
-    written back into the tensors."""
-    for group in _buckets(tensors):
-        if len(group) == 1 and group[0].is_contiguous():
-            collective(group[0])
+    written back into the tensors (for rare calls: init, async averaging)."""
+    for group in _buckets([_spec(t) for t in tensors]):
+        members = [tensors[i] for i in group]
+        if len(members) == 1 and members[0].is_contiguous():
+            collective(members[0])
             continue
-        flat = torch.cat([t.reshape(-1) for t in group])
+        flat = torch.cat([t.reshape(-1) for t in members])
         collective(flat)
-        for t, piece in zip(group, flat.split([t.numel() for t in group])):
+        for t, piece in zip(members, flat.split([t.numel() for t in members])):
             t.copy_(piece.view(t.shape))
+
+
+class _FlatLayout:
+    """Preallocated flat buffers for one push signature (keys, shapes, dtypes, devices):
+    each key's merged value is a view into a bucket's buffer, so a push sums straight into
+    the buffers and all-reduces them in place — no concatenation, no copy back."""
+
+    def __init__(self, shapes: list[tuple], dtype_devices: list[tuple]):
+        specs = [(math.prod(shape) * torch.empty((), dtype=dt).element_size(), dt, dev)
+                 for shape, (dt, dev) in zip(shapes, dtype_devices)]
+        self.buffers: list[torch.Tensor] = []
+        self.views: list[torch.Tensor] = [None] * len(shapes)
+        for group in _buckets(specs):
+            _, dtype, device = specs[group[0]]
+            sizes = [math.prod(shapes[i]) for i in group]
+            flat = torch.empty(sum(sizes), dtype=dtype, device=device)
+            self.buffers.append(flat)
+            for i, piece in zip(group, flat.split(sizes)):
+                self.views[i] = piece.view(shapes[i])
 
 
 class DistKVStore(KVStore):
@@ -74,6 +98,7 @@ class DistKVStore(KVStore):
         super().__init__(name)
         self._async = "_async" in self._type
         self._pushes: dict = {}  # dist_async: pushes of each key since it was averaged
+        self._layouts: dict = {}  # push signature -> _FlatLayout
         distributed.rank()  # join now: a bad launch fails where the store is made
 
     @property
@@ -106,10 +131,37 @@ class DistKVStore(KVStore):
 
     # ------------------------------------------------------------------ internal interface
     def _reduce_all(self, pushed: list[tuple]) -> list[torch.Tensor]:
-        merged = [self._local(k, tensors) for k, tensors in pushed]
-        if not self._async:
-            _bucketed(merged, lambda flat: distributed.all_reduce(flat, "kvstore push"))
-        return merged
+        """Sync: each key's sum, a view into the push signature's flat buffers. Without an
+        optimizer that view becomes the stored value; the buffer is only written again by
+        a push of the same keys, which replaces all of their stored values anyway."""
+        if self._async:
+            return [self._local(k, tensors) for k, tensors in pushed]
+        layout = self._layout(pushed)
+        for (key, tensors), view in zip(pushed, layout.views):
+            if self._compression is None:
+                _sum(tensors, view.device, out=view)
+            else:
+                view.copy_(self._local(key, tensors))
+        for flat in layout.buffers:
+            distributed.all_reduce(flat, "kvstore push")
+        return layout.views
+
+    def _layout(self, pushed: list[tuple]) -> _FlatLayout:
+        """The flat buffers of this push signature (made at its first push)."""
+        signature = tuple((k, tuple(ts[0].shape), ts[0].dtype, self._home(ts[0]))
+                          for k, ts in pushed)
+        layout = self._layouts.get(signature)
+        if layout is None:
+            for key, shape, _, _ in signature:
+                stored = tuple(self._store[key].shape)
+                if shape != stored:
+                    raise ShapeError(f"push of key {key}: the pushed shape {list(shape)} "
+                                     f"differs from the stored shape {list(stored)}")
+            if len(self._layouts) >= 8:  # a few signatures are in use at any time
+                self._layouts.clear()
+            layout = self._layouts[signature] = _FlatLayout(
+                [sig[1] for sig in signature], [sig[2:] for sig in signature])
+        return layout
 
     def _local(self, key, tensors: list[torch.Tensor]) -> torch.Tensor:
         """This worker's contribution: its copies summed, then quantised if compressing."""

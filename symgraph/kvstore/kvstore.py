@@ -45,9 +45,14 @@ def _pairs(keys, values, what: str = "value") -> list[tuple]:
     return [(keys, arrays)]
 
 
-def _sum(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
-    """Sum in MXNet's CPU reduction order: ``t0 + (t1 + t2 + t3) + (t4 + ...)``."""
-    out = tensors[0].to(device, copy=True)
+def _sum(tensors: list[torch.Tensor], device: torch.device,
+         out: torch.Tensor | None = None) -> torch.Tensor:
+    """Sum in MXNet's CPU reduction order: ``t0 + (t1 + t2 + t3) + (t4 + ...)`` (into
+    ``out`` when given, else a new tensor)."""
+    if out is None:
+        out = tensors[0].to(device, copy=True)
+    else:
+        out.copy_(tensors[0])
     for start in range(1, len(tensors), 4):
         chunk = [t.to(device) for t in tensors[start:start + 4]]
         part = chunk[0]
