@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -76,6 +77,94 @@ def async_average(mx) -> dict:
         kv.pull(0, out=out)
         seen.append(out.asnumpy().tolist())
     return {"rank": r, "seen": seen}
+
+
+VOCAB, HIDDEN, BATCH, BUCKETS = 12, 8, 4, [4, 7]
+
+
+def bucketing_corpus() -> list:
+    rng = np.random.RandomState(5)
+    return [list(rng.randint(1, VOCAB, size=rng.randint(2, BUCKETS[-1] + 1)))
+            for _ in range(60)]
+
+
+def bucketing_model(mx, batches: list):
+    """A bound LSTM language model (BucketingModule) with fixed starting parameters."""
+    cell = mx.rnn.FusedRNNCell(HIDDEN, num_layers=1, mode="lstm", prefix="lstm_")
+
+    def sym_gen(seq_len):
+        embed = mx.sym.Embedding(mx.sym.Variable("data"), input_dim=VOCAB, output_dim=HIDDEN,
+                                 name="embed")
+        cell.reset()
+        with warnings.catch_warnings():  # NTC is slower than TNC for a fused cell: fine here
+            warnings.simplefilter("ignore")
+            out, _ = cell.unroll(seq_len, inputs=embed, merge_outputs=True, layout="NTC")
+        pred = mx.sym.FullyConnected(mx.sym.Reshape(out, shape=(-1, HIDDEN)),
+                                     num_hidden=VOCAB, name="pred")
+        label = mx.sym.Reshape(mx.sym.Variable("softmax_label"), shape=(-1,))
+        return (mx.sym.SoftmaxOutput(pred, label, use_ignore=True, ignore_label=0,
+                                     name="softmax"), ("data",), ("softmax_label",))
+    it = ListIter(mx, batches)
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=it.default_bucket_key)
+    mod.bind(it.provide_data, it.provide_label)
+    mod.init_params()
+    args, auxs = mod.get_params()
+    rng = np.random.RandomState(11)
+    mod.set_params({k: mx.nd.array(rng.uniform(-0.3, 0.3, args[k].shape))
+                    for k in sorted(args)}, auxs)
+    return mod, it
+
+
+class ListIter:
+    """Batches ``[(bucket_key, data, label)]`` (NT layout) as a bucketing data iterator."""
+
+    def __init__(self, mx, batches: list):
+        self.mx, self.batches, self.cursor = mx, batches, 0
+        self.default_bucket_key = max(BUCKETS)
+        width = len(batches[0][1])
+        self.provide_data = [mx.io.DataDesc("data", (width, self.default_bucket_key))]
+        self.provide_label = [mx.io.DataDesc("softmax_label", (width, self.default_bucket_key))]
+
+    def __iter__(self):
+        return self
+
+    def reset(self) -> None:
+        self.cursor = 0
+
+    def __next__(self):
+        if self.cursor == len(self.batches):
+            raise StopIteration
+        key, data, label = self.batches[self.cursor]
+        self.cursor += 1
+        mx = self.mx
+        data, label = mx.nd.array(data), mx.nd.array(label)
+        return mx.io.DataBatch([data], [label], pad=0, bucket_key=key,
+                               provide_data=[mx.io.DataDesc("data", data.shape)],
+                               provide_label=[mx.io.DataDesc("softmax_label", label.shape)])
+
+    next = __next__
+
+
+def train_bucketing(mx, batches: list, kvstore) -> dict:
+    mod, it = bucketing_model(mx, batches)
+    mod.fit(it, kvstore=kvstore, optimizer="sgd", num_epoch=1,
+            optimizer_params={"learning_rate": 0.5, "momentum": 0.9})
+    return {k: v.asnumpy().tolist() for k, v in mod.get_params()[0].items()}
+
+
+def bucketing(mx) -> dict:
+    """BucketingModule.fit(kvstore='dist_sync') on this worker's part of the corpus."""
+    import random
+    kv = _kv(mx)
+    random.seed(0)  # every worker takes the buckets in the same order
+    np.random.seed(0)
+    it = mx.rnn.BucketSentenceIter(bucketing_corpus(), BATCH, buckets=list(BUCKETS),
+                                   invalid_label=0, num_parts=kv.num_workers,
+                                   part_index=kv.rank)
+    batches = [(b.bucket_key, b.data[0].asnumpy().tolist(), b.label[0].asnumpy().tolist())
+               for b in it]
+    return {"rank": kv.rank, "batches": batches,
+            "params": train_bucketing(mx, batches, kv)}
 
 
 def lost_worker(mx) -> dict:

@@ -141,3 +141,21 @@ def test_only_rank_zero_writes_checkpoints(tmp_path, monkeypatch):
     monkeypatch.setattr(distributed, "_STATE", {"rank": 0})
     mx.model.save_checkpoint(str(tmp_path / "r0"), 1, net, params, {})
     assert sorted(os.listdir(tmp_path)) == ["r0-0001.params", "r0-symbol.json"]
+
+
+def test_bucketing_module_equals_one_process_on_the_combined_batches(tmp_path):
+    from tests import dist_workers
+    n = 2
+    result = dist_harness.run("bucketing", n, tmp_path)
+    assert not result["timed_out"] and result["codes"] == [0] * n, result["codes"]
+    ranks = result["ranks"]
+    assert ranks[0]["params"] == ranks[1]["params"]  # replicas identical
+    combined = []
+    for (key0, data0, label0), (key1, data1, label1) in zip(ranks[0]["batches"],
+                                                           ranks[1]["batches"]):
+        assert key0 == key1  # every step sees one bucket on every worker
+        combined.append((key0, data0 + data1, label0 + label1))
+    assert len(combined) == len(ranks[0]["batches"]) == len(ranks[1]["batches"]) > 2
+    single = dist_workers.train_bucketing(mx, combined, None)
+    _assert_close({k: np.array(v) for k, v in ranks[0]["params"].items()},
+                  {k: np.array(v) for k, v in single.items()}, "bucketing")
