@@ -34,6 +34,10 @@ def semantics(mx) -> dict:
     outs = [mx.nd.zeros((3,)), mx.nd.zeros((3,))]
     kv.broadcast("c", mx.nd.ones((3,)) * (r + 7), out=outs)
     got["broadcast"] = [o.asnumpy().tolist() for o in outs]
+    try:  # every worker makes the same mistake: all raise before the collective
+        kv.push("a", mx.nd.ones((3, 2)))
+    except mx.base.ShapeError as err:
+        got["bad_shape"] = str(err)
     kv.barrier()
     return got
 

@@ -36,6 +36,8 @@ def test_push_pull_semantics(n, tmp_path):
             np.testing.assert_array_equal(g, np.full((2, 3), want))
         for o in got["broadcast"]:
             np.testing.assert_array_equal(o, np.full(3, 7.0))
+        assert got["bad_shape"] == ("push of key a: the pushed shape [3, 2] differs from the "
+                                    "stored shape [2, 3]")
 
 
 def test_optimizer_on_the_store_keeps_replicas_identical(tmp_path):

@@ -6,9 +6,10 @@ of :mod:`symgraph.distributed` keep the replicas equal.
 - ``init``: rank 0's values are broadcast (on MXNet only worker 0's init reaches the
   servers), so every worker starts from the same weights.
 - ``push`` (sync; any type without ``_async``): each worker sums its device copies of a key
-  (then 2-bit quantises that sum, with a residual per key, when compression is set) and the
-  sums are all-reduced over the workers, flattened into buckets of at most
-  ``config.dist_bucket_mb`` — a few collectives per ``push`` call, not one per key. With an
+  (then 2-bit quantises that sum, with a residual per key, when compression is set) straight
+  into flat buffers of at most ``config.dist_bucket_mb`` each, kept per push signature, and
+  the buffers are all-reduced in place — a few collectives per ``push`` call, not one per
+  key, and no concatenation or copy back. With an
   optimizer set, every worker applies the same update to its replica, from the same bytes,
   so replicas stay bit-identical; without one the stored value becomes the sum, so a pull
   after a push sees the sum over all workers of that step, as from MXNet's servers.
@@ -17,7 +18,10 @@ of :mod:`symgraph.distributed` keep the replicas equal.
   (bounded staleness, not MXNet's server-side asynchrony; see docs/compat.md). Workers must
   push each key equally often.
 - ``save_optimizer_states``/``load_optimizer_states`` work on any worker (each has the
-  updater); write checkpoints from one rank.
+  updater); symgraph's checkpoint writers write from rank 0 only.
+- A pushed value whose shape differs from the stored one raises ``ShapeError`` naming the
+  key and both shapes on that worker, before its collective; the other workers then fail
+  with ``WorkerLost`` when it exits (or after the timeout), never hang.
 """
 from __future__ import annotations
 
