@@ -21,7 +21,9 @@ of :mod:`symgraph.distributed` keep the replicas equal.
   updater); symgraph's checkpoint writers write from rank 0 only.
 - A pushed value whose shape differs from the stored one raises ``ShapeError`` naming the
   key and both shapes on that worker, before its collective; the other workers then fail
-  with ``WorkerLost`` when it exits (or after the timeout), never hang.
+  with ``WorkerLost`` when it exits (or after the timeout), never hang. After a
+  ``WorkerLost`` the process group is unusable and the store's values are undefined:
+  restart the job from its last checkpoint.
 """
 from __future__ import annotations
 
