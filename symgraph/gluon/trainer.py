@@ -340,19 +340,20 @@ Parameters with stale gradient
     def _allreduce_grads(self) -> None:
         if not self._kvstore:
             return
-        dense = []
+        dense, grads = [], []
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
-            if param.list_grad()[0].stype != "default":
-                self._push_pull_sparse(i, param, param.list_grad())
+            grad_list = param.list_grad()
+            if grad_list[0].stype != "default":
+                self._push_pull_sparse(i, param, grad_list)
             else:
                 dense.append(i)
+                grads.append(grad_list)
         # on the kvstore: push gradients, pull updated weights; else allreduce in place
         outs = [self._params[i].list_data() for i in dense] if self._update_on_kvstore \
             else None
-        each_key(self._kvstore, "pushpull", dense, [-i for i in dense],
-                 value=[self._params[i].list_grad() for i in dense], out=outs)
+        each_key(self._kvstore, "pushpull", dense, [-i for i in dense], value=grads, out=outs)
 
     def _push_pull_sparse(self, i: int, param, grad_list: list) -> None:
         """Sparse gradients: push, then pull weights (or gradients) of dense Parameters."""
