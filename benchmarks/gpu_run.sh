@@ -2,7 +2,7 @@
 # The GPU session in one command: the kernel and op tests on CUDA (compiled Triton kernels),
 # then the GPU benchmarks. Each stage has its own time limit, so one slow stage cannot eat the
 # others; logs and JSON go to $DEST (default benchmarks/results/gpu). Stages are chosen by name:
-#   benchmarks/gpu_run.sh [tests] [ops] [mlp] [kernels] [lstm]
+#   benchmarks/gpu_run.sh [tests] [ops] [mlp] [kernels] [lstm] [dist]
 # Extra pytest / bench_kernels arguments: $PYTEST_ARGS, $KERNEL_ARGS.
 set -u
 DEST=${DEST:-benchmarks/results/gpu}
@@ -19,7 +19,7 @@ run() {  # run NAME SECONDS CMD...: log to $DEST/NAME.log, print its tail
     timeout -k 10 "$secs" "$@" >"$DEST/$name.log" 2>&1
     echo "== $name: exit $? in $((SECONDS - t0)) s"
     case $name in  # test logs are verbose (-v): show failures and the summary only
-    tests|ops|failing) grep -E "FAILED|ERROR|passed|failed|^E  " "$DEST/$name.log" \
+    tests|ops|dist|failing) grep -E "FAILED|ERROR|passed|failed|^E  " "$DEST/$name.log" \
         | cut -c1-200 | awk '!seen[$0]++' | head -n ${LINES_SHOWN:-40} ;;
     *) tail -n "${TAIL:-15}" "$DEST/$name.log" ;;
     esac
@@ -41,6 +41,8 @@ for stage in $stages; do
         --json "$DEST/kernels_gpu.json" ${KERNEL_ARGS:-} ;;
     lstm) run lstm "${LSTM_S:-240}" $PY benchmarks/bench_lstm.py --gpu \
         --json "$DEST/lstm_gpu.json" ${LSTM_ARGS:-} ;;
+    dist) run dist "${DIST_S:-300}" $PY -m pytest -o addopts= -p no:cacheprovider -v -rf \
+        tests/test_dist_kvstore.py tests/test_dist_training.py ;;
     failing) run failing "${FAILING_S:-150}" $PY -m pytest -o addopts= -p no:cacheprovider -q \
         --tb=short -n "${WORKERS:-14}" --timeout 120 ${PYTEST_K:+-k "$PYTEST_K"} ${PYTEST_ARGS:-} ;;
     *) echo "unknown stage $stage" ;;

@@ -7,7 +7,7 @@ and ``DMLC_NUM_WORKER``, workers meet at a TCP store hosted by the ``DMLC_ROLE=s
 process and take ranks in order of arrival; scheduler and server processes never run the
 training script's body (:func:`serve_role`, called when symgraph is imported, as MXNet's
 server module is) and exit once every worker is done. Collectives use gloo on CPU tensors
-(NCCL is used for CUDA tensors when available).
+and, where CUDA and NCCL are available, NCCL on CUDA tensors (one process group with both).
 
 Faults: a daemon thread on every rank writes ``beat/<rank>`` = "<time> <collectives
 started>" to the store twice a second (a collective itself costs no store round trip). A
@@ -68,8 +68,7 @@ def _join() -> dict:
         size, rank = _env_int("WORLD_SIZE"), _env_int("RANK")
         store, rank, size = next(dist.rendezvous("env://", rank, size, timeout=_timeout()))
     if not dist.is_initialized():
-        backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
-        dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=rank,
+        dist.init_process_group(_backend(), store=dist.PrefixStore("pg", store), rank=rank,
                                 world_size=size, timeout=_timeout())
     ours = dist.PrefixStore("symgraph", store)
     beat = threading.Thread(target=_beat, args=(ours, rank), daemon=True,
@@ -78,6 +77,15 @@ def _join() -> dict:
     beat.start()
     atexit.register(_leave)
     return _STATE
+
+
+def _backend() -> str:
+    """gloo for CPU tensors; with CUDA, NCCL for CUDA tensors beside it (a ``dist_sync``
+    store merges on the CPU even when the contexts are GPUs)."""
+    dist = _dist()
+    if torch.cuda.is_available() and dist.is_nccl_available():
+        return "cpu:gloo,cuda:nccl"
+    return "gloo"
 
 
 def _dmlc_rendezvous() -> tuple:
@@ -196,8 +204,9 @@ def broadcast(tensor: torch.Tensor, src: int = 0, what: str = "broadcast") -> No
 
 
 def barrier() -> None:
-    """Wait until every worker arrives."""
-    _collective("barrier", lambda: _dist().barrier())
+    """Wait until every worker arrives (a one-number all-reduce on the CPU: no GPU is
+    involved, whatever the backends)."""
+    _collective("barrier", lambda: _dist().all_reduce(torch.zeros(1)))
 
 
 # ---------------------------------------------------------------- MXNet's other roles

@@ -171,6 +171,25 @@ def bucketing(mx) -> dict:
             "params": train_bucketing(mx, batches, kv)}
 
 
+def device_stores(mx) -> dict:
+    """``dist_sync`` (merged on the CPU: gloo) and ``dist_device_sync`` (merged on the
+    device: NCCL with CUDA) pushing from the test device (``SYMGRAPH_TEST_DEVICE``)."""
+    from tests import device
+    ctx = device.context()
+    got = {}
+    for name in ("dist_sync", "dist_device_sync"):
+        kv = _kv(mx, name)
+        r, n = kv.rank, kv.num_workers
+        kv.init("w", mx.nd.zeros((3,), ctx=ctx))
+        out = mx.nd.zeros((3,), ctx=ctx)
+        kv.pushpull("w", [mx.nd.ones((3,), ctx=ctx) * (r + 1)] * 2, out=out)
+        kv.barrier()
+        got[name] = {"sum": out.asnumpy().tolist(), "expected": [float(n * (n + 1))] * 3,
+                     "store_device": str(kv._store["w"].device)}
+    got["rank"] = r
+    return got
+
+
 def lost_worker(mx) -> dict:
     kv = _kv(mx)
     r = kv.rank

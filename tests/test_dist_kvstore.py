@@ -124,3 +124,17 @@ def test_launcher_runs_n_workers(style, tmp_path):
     ranks = {r: json.loads((tmp_path / f"semantics.{r}").read_text()) for r in range(2)}
     assert all(got["n"] == 2 for got in ranks.values())
     np.testing.assert_array_equal(ranks[1]["push_a"], np.full((2, 3), 6.0))
+
+
+def test_stores_on_the_test_device(tmp_path):
+    """On a GPU (``SYMGRAPH_TEST_DEVICE=cuda``) dist_sync merges on the CPU over gloo and
+    dist_device_sync on the GPU over NCCL, in one process group (one worker: NCCL wants a
+    GPU per rank); on the CPU both run over gloo with 2 workers."""
+    from tests import device
+    n = 1 if device.ON_GPU else 2
+    ranks = _ok(dist_harness.run("device_stores", n, tmp_path), n)
+    for got in ranks.values():
+        for name in ("dist_sync", "dist_device_sync"):
+            assert got[name]["sum"] == got[name]["expected"], (name, got[name])
+        assert got["dist_sync"]["store_device"] == "cpu"
+        assert got["dist_device_sync"]["store_device"].startswith(device.TORCH.type)
