@@ -11,10 +11,11 @@ from types import ModuleType
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def load(relative: str) -> ModuleType:
-    """The script ``tests/fixtures/<relative>`` as a module (imported once per process)."""
-    path = FIXTURES / relative
-    name = "fixture_" + relative.replace("/", "_").removesuffix(".py")
+def load(relative: str, root: Path = FIXTURES) -> ModuleType:
+    """The script ``<root>/<relative>`` (``tests/fixtures`` by default) as a module
+    (imported once per process)."""
+    path = root / relative
+    name = f"fixture_{root.name}_" + relative.replace("/", "_").removesuffix(".py")
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

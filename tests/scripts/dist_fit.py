@@ -26,7 +26,7 @@ mx = importlib.import_module(os.environ.get("MX_IMPL", "symgraph"))
 N_SAMPLES, N_FEATURES, N_CLASSES = 96, 10, 4
 
 
-def parse_args():
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--api", default="module", choices=["module", "feedforward", "gluon"])
@@ -37,7 +37,7 @@ def parse_args():
     parser.add_argument("--compression", action="store_true", help="2-bit, threshold 0.5")
     parser.add_argument("--checkpoint", default=None, help="prefix saved every epoch")
     parser.add_argument("--resume", type=int, default=0, help="epoch to restart from")
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
 def dataset(kv, batch_size):
@@ -93,7 +93,7 @@ def train_feedforward(args, kv, contexts, train):
 
 
 def train_gluon(args, kv, contexts, train):
-    net = mx.gluon.nn.HybridSequential()
+    net = mx.gluon.nn.HybridSequential(prefix="mlp_")  # names independent of earlier nets
     with net.name_scope():
         net.add(mx.gluon.nn.Dense(16, activation="relu", in_units=N_FEATURES))
         net.add(mx.gluon.nn.Dense(N_CLASSES, in_units=16))
@@ -116,9 +116,9 @@ def train_gluon(args, kv, contexts, train):
     return {k: v.data(contexts[0]) for k, v in net.collect_params().items()}, {}
 
 
-def main():
+def main(argv=None):
     logging.basicConfig(level=logging.WARNING)
-    args = parse_args()
+    args = parse_args(argv)
     kv = mx.kv.create(args.kvstore)
     if args.compression and args.api != "module":
         kv.set_gradient_compression({"type": "2bit", "threshold": 0.5})
