@@ -53,9 +53,14 @@ def _replicas(out: Path, n: int) -> list[dict]:
 def _single(out: Path, args: list) -> dict:
     """The same script in this process (no distributed store)."""
     script = fixture_scripts.load("dist_fit.py", root=Path(__file__).parent / "scripts")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # FeedForward's, as in MXNet
-        script.main([str(out), *args])
+    saved = dict(os.environ)  # the script may set MXNET_UPDATE_ON_KVSTORE, as users do
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # FeedForward's, as in MXNet
+            script.main([str(out), *args])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     return _load(f"{out}-rank0.params")
 
 
@@ -85,6 +90,8 @@ CASES = {  # fixture -> the script's arguments
     "feedforward": ["--api", "feedforward"],
     "gluon": ["--api", "gluon"],
     "gluon_2ctx": ["--api", "gluon", "--num-ctx", "2"],
+    "module_local_update": ["--local-update"],
+    "gluon_local_update": ["--api", "gluon", "--local-update"],
 }
 
 

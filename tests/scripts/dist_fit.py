@@ -35,6 +35,8 @@ def parse_args(argv=None):
     parser.add_argument("--num-epochs", type=int, default=3)
     parser.add_argument("--num-ctx", type=int, default=1, help="CPU contexts per worker")
     parser.add_argument("--compression", action="store_true", help="2-bit, threshold 0.5")
+    parser.add_argument("--local-update", action="store_true",
+                        help="update on the workers: the store only sums gradients")
     parser.add_argument("--checkpoint", default=None, help="prefix saved every epoch")
     parser.add_argument("--resume", type=int, default=0, help="epoch to restart from")
     return parser.parse_args(argv)
@@ -101,7 +103,8 @@ def train_gluon(args, kv, contexts, train):
     for param, (_, value) in zip(net.collect_params().values(), initial_params()):
         param.set_data(mx.nd.array(value))
     net.hybridize()
-    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", OPTIMIZER, kvstore=kv)
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", OPTIMIZER, kvstore=kv,
+                               update_on_kvstore=False if args.local_update else None)
     loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
     for _ in range(args.num_epochs):
         train.reset()
@@ -124,6 +127,8 @@ def main(argv=None):
         kv.set_gradient_compression({"type": "2bit", "threshold": 0.5})
     mx.random.seed(42)
     np.random.seed(42)
+    if args.local_update:  # Module and FeedForward read it when they create the store
+        os.environ["MXNET_UPDATE_ON_KVSTORE"] = "0"
     contexts = [mx.cpu(i) for i in range(args.num_ctx)]
     x, y = dataset(kv, args.batch_size)
     train = mx.io.NDArrayIter(x, y, batch_size=args.batch_size)
