@@ -85,14 +85,9 @@ def test_module_fit_dist_sync_under_the_launcher(launched, tmp_path):
     _assert_close(replicas[0], _load(FIXTURES / "module.params"), "vs MXNet 1.9.1 dist_sync")
 
 
-CASES = {  # fixture -> the script's arguments
-    "module_2ctx": ["--num-ctx", "2"],
-    "feedforward": ["--api", "feedforward"],
-    "gluon": ["--api", "gluon"],
-    "gluon_2ctx": ["--api", "gluon", "--num-ctx", "2"],
-    "module_local_update": ["--local-update"],
-    "gluon_local_update": ["--api", "gluon", "--local-update"],
-}
+# fixture -> the script's arguments ('module' is the launcher test's case above)
+CASES = {k: v for k, v in fixture_scripts.load("dist/generate.py").CASES.items()
+         if k != "module"}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
