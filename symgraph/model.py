@@ -13,10 +13,12 @@ from collections import namedtuple
 import numpy as np
 
 from . import config
+from . import kvstore as kvs
 from .base import MXNetError
 from .context import cpu
 from .distributed import one_writer
 from .executor_manager import DataParallelExecutorManager
+from .kvstore import each_key
 from .ndarray import load as nd_load
 from .ndarray import save as nd_save
 from .symbol import load as sym_load
@@ -76,7 +78,6 @@ def load_checkpoint(prefix: str, epoch: int):
 
 def _create_sparse_kvstore(kvstore):
     """MXNet's store for row_sparse weights: a ``KVStore`` (or a name), always updating on it."""
-    from . import kvstore as kvs
     if isinstance(kvstore, kvs.KVStore):
         kv = kvstore
     elif isinstance(kvstore, str):
@@ -95,7 +96,6 @@ def _create_sparse_kvstore(kvstore):
 def _create_kvstore(kvstore, num_device: int, arg_params: dict):
     """MXNet's rules: no store for one device unless distributed; huge params update locally;
     ``MXNET_UPDATE_ON_KVSTORE`` (an integer) and the store's optimizer capability decide."""
-    from . import kvstore as kvs
     update_on_kvstore = bool(int(config.env_flag("MXNET_UPDATE_ON_KVSTORE", "1")))
     if kvstore is None:
         kv = None
@@ -123,7 +123,6 @@ def _initialize_kvstore(kvstore, param_arrays, arg_params, param_names,
                         update_on_kvstore) -> None:
     """``init`` every parameter's key; with updates on the store (or a distributed store,
     so every replica starts from rank 0's values) ``broadcast`` it into the device copies."""
-    from .kvstore import each_key
     names = [param_names[i] for i in range(len(param_arrays))]
     values = [arg_params[name] for name in names]
     prios = [-i for i in range(len(names))]
@@ -140,7 +139,6 @@ def _live(grad_arrays) -> list[int]:
 
 def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names) -> None:
     """Push every gradient and pull the updated weights (one store call on our stores)."""
-    from .kvstore import each_key
     live = _live(grad_arrays)
     each_key(kvstore, "pushpull", [param_names[i] for i in live], [-i for i in live],
              value=[grad_arrays[i] for i in live], out=[param_arrays[i] for i in live])
@@ -149,7 +147,6 @@ def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names) -
 def _update_params(param_arrays, grad_arrays, updater, num_device: int, kvstore=None,
                    param_names=None) -> None:
     """Sum gradients through the store (if any), then update on every device."""
-    from .kvstore import each_key
     live = _live(grad_arrays)
     if kvstore:
         each_key(kvstore, "pushpull", [param_names[i] for i in live], [-i for i in live],
