@@ -33,7 +33,7 @@ _LAZY = {
     "io": "io", "callback": "callback", "monitor": "monitor", "kv": "kvstore",
     "kvstore": "kvstore", "executor_manager": "executor_manager", "model": "model",
     "mod": "module", "module": "module", "rnn": "rnn", "gluon": "gluon",
-    "autograd": "autograd",
+    "autograd": "autograd", "util": "util", "runtime": "runtime",
 }
 
 

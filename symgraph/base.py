@@ -39,6 +39,21 @@ class BindError(MXNetError, ValueError):
     """Arrays given at bind time do not match the symbol (count, shape, dtype, grad_req)."""
 
 
+class UnsupportedError(MXNetError, NotImplementedError):
+    """A part of MXNet 1.9.1 that symgraph does not provide; the message says what and why
+    (sparse storage, custom operators, a GPU-only feature, an operator not yet written)."""
+
+
+def unsupported(what: str, why: str) -> UnsupportedError:
+    """The error for an MXNet feature symgraph leaves out, e.g.
+    ``raise unsupported("nd.sparse", "sparse storage is not implemented (dense only)")``.
+
+    >>> str(unsupported("mx.rtc", "runtime CUDA compilation needs MXNet's C++ engine"))
+    'mx.rtc is not supported by symgraph: runtime CUDA compilation needs MXNet's C++ engine'
+    """
+    return UnsupportedError(f"{what} is not supported by symgraph: {why}")
+
+
 # MXNet's type flags (mshadow::TypeFlag) in the order MXNet numbers them.
 _DTYPES: list[tuple[str, int, torch.dtype]] = [
     ("float32", 0, torch.float32),

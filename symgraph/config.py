@@ -87,6 +87,13 @@ def env_flag(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
 
 
+def prepend_env_path(name: str, path: str) -> None:
+    """Put ``path`` first in the search-path variable ``name`` (``PYTHONPATH``) for child
+    processes."""
+    current = os.environ.get(name)
+    os.environ[name] = os.pathsep.join([path, current] if current else [path])
+
+
 @contextlib.contextmanager
 def override(**changes) -> Iterator[Config]:
     """Change settings inside a ``with`` block (executors bound inside keep what they chose).

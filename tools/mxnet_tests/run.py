@@ -1,0 +1,249 @@
+"""Run MXNet 1.9.1's own Python unit tests against symgraph and tabulate the results.
+
+Usage (from the repository root, in a virtualenv with symgraph and the harness's test
+dependencies: ``pip install -e ".[test]" scipy``)::
+
+    git clone --depth 1 --branch 1.9.1 https://github.com/apache/mxnet /tmp/mxnet
+    python tools/mxnet_tests/run.py --mxnet-src /tmp/mxnet
+
+Each test file runs in its own pytest process under ``python -m symgraph run`` (so
+``import mxnet`` is symgraph), in a scratch folder holding synthetic MNIST files (nothing
+downloads), with a fixed ``MXNET_MODULE_SEED`` so MXNet's ``setup_module``/``with_seed``
+seeding is reproducible. Every failure gets a category from its exception (see
+:func:`categorize`). Results go to ``--out`` (JSON with date and commits) and ``--table``
+(a Markdown page). MXNet's files are read from ``--mxnet-src``, never copied here.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+MXNET_COMMIT = "3f8f3be9987e259491ddc5a78aa9c6903e0b21e3"  # apache/mxnet tag 1.9.1
+MODULE_SEED = "1234"
+
+UNITTEST_FILES = [
+    "test_symbol.py", "test_executor.py", "test_infer_shape.py", "test_infer_type.py",
+    "test_attr.py", "test_module.py", "test_model_parallel.py", "test_multi_device_exec.py",
+    "test_kvstore.py", "test_kvstore_custom.py", "test_optimizer.py", "test_rnn.py",
+    "test_metric.py", "test_init.py", "test_gluon_trainer.py", "test_ndarray.py",
+    "test_autograd.py", "test_random.py", "test_loss.py", "test_gluon.py", "test_gluon_rnn.py",
+]
+TRAIN_FILES = ["test_autograd.py", "test_bucketing.py", "test_conv.py", "test_dtype.py",
+               "test_mlp.py", "test_resnet_aug.py", "test_sparse_fm.py"]
+
+CATEGORIES = ("missing name", "missing op", "numeric mismatch", "error-type mismatch",
+              "out of scope", "behaviour mismatch", "error in symgraph", "timeout or crash")
+
+_NUMERIC_WORDS = ("almost equal", "not close", "mismatch", "arrays are not", "allclose",
+                  "not equal", "error:", "max error", "rtol", "atol")
+
+
+def categorize(rec: dict) -> str:
+    """A failure's category, from its exception type, message and origin."""
+    exc, mro = rec.get("exc_type", ""), rec.get("exc_mro", [])
+    msg = rec.get("message", "")
+    low = msg.lower()
+    if "UnsupportedError" in mro:
+        return "out of scope"
+    if "OpNotFoundError" in mro:
+        return "missing op"
+    if exc == "collection":
+        if "has no attribute" in msg or "cannot import name" in msg or "No module named" in msg:
+            return "missing name"
+        return "error in symgraph"
+    if "Timeout" in exc or "crash" in exc:
+        return "timeout or crash"
+    if "AttributeError" in mro and ("has no attribute" in msg or "object has no" in msg):
+        return "missing name"
+    if {"ImportError", "ModuleNotFoundError"} & set(mro) or "NameError" in mro:
+        return "missing name"
+    if "TypeError" in mro and ("unexpected keyword" in msg or "positional argument" in msg):
+        return "missing name"
+    if "did not raise" in low or "DID NOT RAISE" in msg:
+        return "error-type mismatch"
+    if "AssertionError" in mro:
+        return "numeric mismatch" if any(w in low for w in _NUMERIC_WORDS) else \
+            "behaviour mismatch"
+    return "error in symgraph"
+
+
+def _count_tests(path: Path) -> int:
+    """Module-level ``test_*`` functions (a floor when a file cannot even be collected)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return sum(1 for node in tree.body if isinstance(node, ast.FunctionDef)
+               and node.name.startswith("test_"))
+
+
+def write_mnist(folder: Path, n_train: int = 6000, n_test: int = 1000, seed: int = 0) -> None:
+    """Learnable synthetic MNIST in the idx ubyte format, under ``folder/data``."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    templates = rng.random((10, 28, 28)) < 0.25
+    data = folder / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        labels = rng.integers(0, 10, n).astype(np.uint8)
+        noise = rng.random((n, 28, 28)) < 0.08
+        images = ((templates[labels] ^ noise) * rng.integers(150, 256, (n, 28, 28)))
+        _idx_write(data / f"{prefix}-images-idx3-ubyte", images.astype(np.uint8), 0x803)
+        _idx_write(data / f"{prefix}-labels-idx1-ubyte", labels, 0x801)
+
+
+def _idx_write(path: Path, array, magic: int) -> None:
+    header = magic.to_bytes(4, "big") + b"".join(d.to_bytes(4, "big") for d in array.shape)
+    path.write_bytes(header + array.tobytes())
+
+
+def _pytest_command(test: Path, extra: list[str]) -> list[str]:
+    return [sys.executable, "-m", "symgraph", "run", "--shadow", "-m", "pytest", str(test),
+            "-c", str(HERE / "pytest.ini"), "--rootdir", str(test.parent), "-p", "plugin",
+            "-p", "no:cacheprovider", "-q", *extra]
+
+
+def _environment(report: Path, src: Path) -> dict:
+    env = dict(os.environ)
+    paths = [str(HERE), str(HERE / "shims"), str(ROOT)]
+    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.update(MXNET_HARNESS_REPORT=str(report), MXNET_MODULE_SEED=MODULE_SEED,
+               MXNET_HOME=str(report.parent), PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
+    return env
+
+
+def run_file(test: Path, scratch: Path, timeout: int) -> dict:
+    """Collect, then run one test file in its own processes; its row of the table."""
+    work = scratch / f"{test.parent.name}_{test.stem}"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "data").exists() or (work / "data").symlink_to(scratch / "data")
+    report = work / "report.jsonl"
+    report.unlink(missing_ok=True)
+    env = _environment(report, test)
+    listed = subprocess.run(_pytest_command(test, ["--collect-only"]), cwd=work, env=env,
+                            capture_output=True, text=True, timeout=600)
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    report.unlink(missing_ok=True)
+    try:
+        proc = subprocess.run(_pytest_command(test, [f"--timeout={timeout}"]), cwd=work,
+                              env=env, capture_output=True, text=True, timeout=3600)
+        tail = proc.stdout[-3000:] + proc.stderr[-2000:]
+    except subprocess.TimeoutExpired:
+        tail = "the file's pytest process ran past an hour"
+    return _summarize(test, ids, report, tail)
+
+
+def _summarize(test: Path, ids: list[str], report: Path, tail: str) -> dict:
+    records = [json.loads(line) for line in report.read_text().splitlines()] \
+        if report.exists() else []
+    outcome: dict[str, str] = {}
+    failures: dict[str, dict] = {}
+    for rec in records:
+        name = rec["test"].split("::", 1)[-1]
+        if rec["outcome"] == "failed":
+            failures.setdefault(name, rec)
+            outcome[name] = "failed"
+        elif outcome.get(name) != "failed":
+            outcome[name] = rec["outcome"]
+    for nodeid in ids:  # tests the process never reported on (it crashed or hung)
+        name = nodeid.split("::", 1)[-1]
+        if name not in outcome:
+            outcome[name] = "failed"
+            failures[name] = {"exc_type": "crash", "exc_mro": [], "message": tail[-600:]}
+    collected = max(len(ids), len(outcome))
+    if "<collection>" in failures or test.name in failures or not ids:
+        collected = max(collected, _count_tests(test))
+    rows = [{"test": name, "category": categorize(rec), "exc_type": rec.get("exc_type", ""),
+             "message": rec.get("message", "")[:300], "origin": rec.get("origin", "")}
+            for name, rec in sorted(failures.items())]
+    passed = sum(1 for v in outcome.values() if v == "passed")
+    skipped = sum(1 for v in outcome.values() if v == "skipped")
+    return {"file": f"{test.parent.name}/{test.name}", "collected": collected,
+            "passed": passed, "skipped": skipped, "failed": collected - passed - skipped,
+            "failures": rows}
+
+
+def _commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def _versions() -> dict:
+    import numpy
+    import torch
+    return {"python": sys.version.split()[0], "torch": torch.__version__,
+            "numpy": numpy.__version__}
+
+
+def write_table(result: dict, path: Path) -> None:
+    """The Markdown page: totals, one row per file, failures by category."""
+    files = result["files"]
+    tot = {k: sum(f[k] for f in files) for k in ("collected", "passed", "failed", "skipped")}
+    share = tot["passed"] / max(1, tot["collected"] - tot["skipped"])
+    lines = [
+        "# MXNet 1.9.1's unit tests on symgraph", "",
+        f"Run {result['date']} on symgraph {result['commit'][:10]} (MXNet tests at "
+        f"{MXNET_COMMIT[:10]}, {result['versions']}) by `tools/mxnet_tests/run.py`; the JSON "
+        "is `tools/mxnet_tests/results.json`.", "",
+        f"**{tot['passed']} of {tot['collected']} collected tests pass "
+        f"({tot['skipped']} skipped; {100 * share:.1f}% of those not skipped).**", "",
+        "| file | collected | passed | failed | skipped | failures by category |",
+        "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for f in files:
+        cats: dict[str, int] = {}
+        for row in f["failures"]:
+            cats[row["category"]] = cats.get(row["category"], 0) + 1
+        text = ", ".join(f"{k} {v}" for k, v in sorted(cats.items()))
+        lines.append(f"| {f['file']} | {f['collected']} | {f['passed']} | {f['failed']} | "
+                     f"{f['skipped']} | {text} |")
+    lines += ["", "## Failures", ""]
+    for f in files:
+        for row in f["failures"]:
+            msg = row["message"].replace("\n", " ").replace("|", "\\|")[:160]
+            lines.append(f"- `{f['file']}::{row['test']}` — {row['category']}: "
+                         f"`{row['exc_type'].rsplit('.', 1)[-1]}` {msg}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mxnet-src", required=True, type=Path,
+                        help="a checkout of apache/mxnet at tag 1.9.1")
+    parser.add_argument("--files", nargs="*", help="unittest/NAME.py or train/NAME.py")
+    parser.add_argument("--out", type=Path, default=HERE / "results.json")
+    parser.add_argument("--table", type=Path, default=ROOT / "docs" / "mxnet_tests.md")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per test")
+    parser.add_argument("--jobs", type=int, default=2, help="files run at once")
+    args = parser.parse_args(argv)
+    base = args.mxnet_src / "tests" / "python"
+    names = args.files or [f"unittest/{f}" for f in UNITTEST_FILES] + \
+        [f"train/{f}" for f in TRAIN_FILES]
+    scratch = Path(tempfile.mkdtemp(prefix="mxnet_tests_"))
+    write_mnist(scratch)
+    with ThreadPoolExecutor(args.jobs) as pool:
+        files = list(pool.map(lambda n: run_file(base / n, scratch, args.timeout), names))
+    result = {"date": datetime.date.today().isoformat(), "commit": _commit(),
+              "mxnet_commit": MXNET_COMMIT, "module_seed": MODULE_SEED,
+              "versions": _versions(), "files": files}
+    if args.files and args.out.exists():  # a partial run updates the rows it ran
+        old = json.loads(args.out.read_text())
+        ran = {f["file"] for f in files}
+        result["files"] = [f for f in old["files"] if f["file"] not in ran] + files
+        result["files"].sort(key=lambda f: names.index(f["file"]) if f["file"] in names
+                             else len(names))
+    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    write_table(result, args.table)
+    for f in files:
+        print(f"{f['file']:32s} {f['passed']:5d}/{f['collected']:<5d} failed {f['failed']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
