@@ -44,6 +44,10 @@ class UnsupportedError(MXNetError, NotImplementedError):
     (sparse storage, custom operators, a GPU-only feature, an operator not yet written)."""
 
 
+class OpNotImplementedError(OpNotFoundError, UnsupportedError):
+    """An operator MXNet 1.9.1 has and symgraph does not implement yet."""
+
+
 def unsupported(what: str, why: str) -> UnsupportedError:
     """The error for an MXNet feature symgraph leaves out, e.g.
     ``raise unsupported("nd.sparse", "sparse storage is not implemented (dense only)")``.

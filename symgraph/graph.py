@@ -28,6 +28,23 @@ _MAX_PARSED = 4096
 _EPOCH = 0
 
 
+def op_params(op: OpDef, attrs: dict[str, str], where: str) -> Params:
+    """``op``'s parsed and checked params for these attribute strings (shared, immutable)."""
+    key = (op.name, tuple(attrs.items()))
+    params = _PARSED.get(key)
+    if params is None:
+        params = parse_params(op.params, attrs, where)
+        if op.check is not None:
+            try:
+                op.check(params)
+            except MXNetError as err:
+                raise type(err)(f"Error in {where}: {err}") from None
+        if len(_PARSED) >= _MAX_PARSED:
+            _PARSED.clear()
+        _PARSED[key] = params
+    return params
+
+
 class Node:
     """A variable or an operator application in a symbol graph."""
 
@@ -54,22 +71,8 @@ class Node:
     def params(self) -> Params:
         """Parsed op parameters (cached; attributes are immutable once a node is built)."""
         if self._params is None:
-            if self.op is None:
-                self._params = Params()
-            else:
-                key = (self.op.name, tuple(self.attrs.items()))
-                params = _PARSED.get(key)
-                if params is None:
-                    params = parse_params(self.op.params, self.attrs, self.where)
-                    if self.op.check is not None:
-                        try:
-                            self.op.check(params)
-                        except MXNetError as err:
-                            raise type(err)(f"Error in {self.where}: {err}") from None
-                    if len(_PARSED) >= _MAX_PARSED:
-                        _PARSED.clear()
-                    _PARSED[key] = params
-                self._params = params
+            self._params = Params() if self.op is None else \
+                op_params(self.op, self.attrs, self.where)
         return self._params
 
     def reset_params(self) -> None:

@@ -6,7 +6,9 @@
 array([[ 5., 14.],
        [14., 50.]], dtype=float32)
 """
-from . import random
+from ..ops.namespaces import module_getattr as _module_getattr
+from . import _internal, contrib, image, linalg, random, sparse
+from .register import make_function as _make_function
 from .io import ParamsFormatError, load, load_frombuffer, save
 from .ndarray import NDArray
 from .op import (
@@ -66,6 +68,16 @@ from .utils import arange, array, empty, full, ones, waitall, zeros
 
 random_uniform = random.uniform  # MXNet 1.x's older spellings
 random_normal = random.normal
+
+# every other operator (nd.broadcast_add, nd.FullyConnected...) is made from the registry
+# on first access; the namespaces nd.linalg, nd.contrib, nd.image, nd._internal, nd.sparse
+# are submodules made the same way
+__getattr__ = _module_getattr("", globals(), _make_function)
+
+
+def __dir__() -> list[str]:
+    from ..ops.namespaces import names
+    return sorted(set(globals()) | set(names("")))
 
 __all__ = [
     "NDArray", "ParamsFormatError", "random", "random_uniform", "random_normal",

@@ -388,3 +388,10 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False,
         raise TypeError(f"dot got unexpected keywords {sorted(kwargs)}")
     a, b = _check_nd("dot", "lhs", lhs), _check_nd("dot", "rhs", rhs)
     return NDArray(_math.dot(a._t, b._t, transpose_a, transpose_b))
+
+
+def __getattr__(name: str):
+    """Operators without a function above are made from the registry (``nd.op.X``)."""
+    from ..ops.namespaces import module_getattr
+    from .register import make_function
+    return module_getattr("op", globals(), make_function)(name)

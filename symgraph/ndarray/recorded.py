@@ -61,3 +61,29 @@ def binary(name: str, lhs, rhs, reflected: bool):
     if isinstance(rhs, NDArray):
         return apply(array_op, [rhs, lhs] if reflected else [lhs, rhs])
     return apply(rscalar_op if reflected else scalar_op, [lhs], scalar=float(rhs))
+
+
+
+def apply_op(op: str, attrs: dict, arrays: list, n_regular: int) -> list:
+    """Run operator ``op`` (attribute strings ``attrs``) on ``arrays`` (inputs, then aux
+    states) through its cached one-node graph, recording it; its visible outputs. Aux states
+    are the graph's parameters, updated in place by a training forward as MXNet's
+    imperative BatchNorm does (a graph per set of aux arrays)."""
+    from ..cached_graph import CachedGraph
+    from ..symbol import Variable
+    from ..symbol.op_api import invoke
+    aux = arrays[n_regular:]
+    key = (op, n_regular, tuple(sorted(attrs.items())), tuple(id(a) for a in aux))
+    graph = _GRAPHS.get(key)
+    if graph is None:
+        names = [f"x{i}" for i in range(len(arrays))]
+        sym = invoke(op, [Variable(n) for n in names], dict(attrs),
+                     name=op.lower().strip("_"))
+        params = {n: (a, None, "null") for n, a in zip(names[n_regular:], aux)}
+        graph = _GRAPHS[key] = CachedGraph(sym, names[:n_regular], lambda ctx: params,
+                                           f"operator {op}")
+        if len(_GRAPHS) > _MAX_GRAPHS:
+            _GRAPHS.popitem(last=False)
+    else:
+        _GRAPHS.move_to_end(key)
+    return graph(list(arrays[:n_regular]), arrays[0].context)

@@ -5,15 +5,15 @@ from the op registry (PEP 562 ``__getattr__``), so importing this module does no
 """
 from __future__ import annotations
 
+from ..ops.namespaces import module_getattr as _module_getattr
+from . import _internal, contrib, image, linalg, op, sparse
 from .json_io import fromjson, load, load_json
+from .op_api import make_function as _make_function
 from .naming import AttrScope, NameManager, Prefix
 from .symbol import Group, Symbol, Variable, var
 
 __all__ = ["AttrScope", "Group", "NameManager", "Prefix", "Symbol", "Variable", "arange",
            "fromjson", "full", "load", "load_json", "ones", "var", "zeros"]
-
-_functions: dict = {}
-
 
 def zeros(shape, dtype=None, **kwargs) -> Symbol:
     """A symbol of zeros of ``shape`` (op ``_zeros``)."""
@@ -48,22 +48,10 @@ def _creation(op: str, **kwargs) -> Symbol:
     return invoke(op, [], kwargs, name=name, attr=attr)
 
 
-def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from .. import ops  # noqa: F401 - fills the registry
-    from ..ops.base import OPS
-    from .op_api import make_function
-    if name in OPS:
-        if name not in _functions:
-            _functions[name] = make_function(name, OPS[name])
-        globals()[name] = _functions[name]  # later lookups skip this function
-        return _functions[name]
-    raise AttributeError(f"module 'symgraph.symbol' has no attribute {name!r} (no operator of "
-                         "that name is registered)")
+# every operator (sym.FullyConnected, sym.relu...) is made from the registry on first access
+__getattr__ = _module_getattr("", globals(), _make_function)
 
 
 def __dir__() -> list[str]:
-    from .. import ops  # noqa: F401
-    from ..ops.base import OPS
-    return sorted(set(__all__) | set(OPS))
+    from ..ops.namespaces import names
+    return sorted(set(__all__) | set(names("")))

@@ -104,23 +104,30 @@ def _wire_inputs(node: Node, slots: list[str], positional: list, keyword: dict) 
     return entries
 
 
-def _docstring(called: str, op: OpDef) -> str:
+def _docstring(called: str, op: OpDef, kind: str = "Symbol") -> str:
+    """numpydoc text for ``sym.<called>`` (``kind`` 'Symbol') or ``nd.<called>`` ('NDArray')."""
     lines = [op.doc.strip() or f"The {op.name} operator.", "", "Parameters", "----------"]
     p = op.params
+    omitted = "created as a variable when omitted" if kind == "Symbol" else "required"
     if not op.key_var_num_args:
         for slot in _static_slots(op):
-            lines += [f"{slot} : Symbol", "    Input (created as a variable when omitted)."]
+            lines += [f"{slot} : {kind}", f"    Input ({omitted})."]
     else:
-        lines += ["*args : Symbol", "    Variadic inputs."]
+        lines += [f"*args : {kind}", "    Variadic inputs."]
     for param in p:
         lines += [f"{param.name} : {param.kind}, "
                   f"{'required' if param.required else f'default={param.default!r}'}"]
         choices = f"one of {list(param.choices)}" if param.choices else ""
         if param.doc or choices:
             lines += [f"    {param.doc} {choices}".rstrip()]
-    lines += ["name : str, optional", "    Node name (generated when omitted).",
-              "attr : dict, optional", "    Extra attributes.", "", "Returns", "-------",
-              "Symbol"]
+    if kind == "Symbol":
+        lines += ["name : str, optional", "    Node name (generated when omitted).",
+                  "attr : dict, optional", "    Extra attributes."]
+    else:
+        lines += ["out : NDArray or list of NDArray, optional", "    Arrays the outputs are "
+                  "written into (returned).", "ctx : Context, optional",
+                  "    Device of an operator without array inputs."]
+    lines += ["", "Returns", "-------", kind]
     return "\n".join(lines)
 
 

@@ -1,0 +1,6 @@
+"""``mx.sym.op``: MXNet's ``*`` operators as symbol functions, made from the
+operator registry on first access (see :mod:`symgraph.ops.namespaces`)."""
+from ..ops.namespaces import module_getattr as _module_getattr
+from .op_api import make_function as _make_function
+
+__getattr__ = _module_getattr("op", globals(), _make_function)
