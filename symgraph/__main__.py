@@ -13,7 +13,6 @@ import sys
 
 from . import alias, config
 
-
 USAGE = """usage: python -m symgraph run [--shadow] script.py [args...]
        python -m symgraph run [--shadow] -m module [args...]
 

@@ -7,8 +7,7 @@ array([[ 5., 14.],
        [14., 50.]], dtype=float32)
 """
 from ..ops.namespaces import module_getattr as _module_getattr
-from . import _internal, contrib, image, linalg, random, sparse
-from .register import make_function as _make_function
+from . import _internal, contrib, image, linalg, random, sparse  # noqa: F401 - namespaces
 from .io import ParamsFormatError, load, load_frombuffer, save
 from .ndarray import NDArray
 from .op import (
@@ -64,6 +63,7 @@ from .op import (
     tanh,
     transpose,
 )
+from .register import make_function as _make_function
 from .utils import arange, array, empty, full, ones, waitall, zeros
 
 random_uniform = random.uniform  # MXNet 1.x's older spellings
@@ -91,3 +91,7 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "modulo", "power", "maximum", "minimum",
     "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal",
 ]
+
+from ..ops.namespaces import add_fluent_methods as _add_fluent_methods  # noqa: E402
+
+_add_fluent_methods(NDArray, __name__)

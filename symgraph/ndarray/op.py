@@ -12,6 +12,7 @@ import torch
 from ..base import DTypeError, ShapeError
 from . import _math
 from .ndarray import NDArray
+from .register import write_out
 
 
 def _check_nd(fn: str, arg: str, value) -> NDArray:
@@ -388,6 +389,24 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False,
         raise TypeError(f"dot got unexpected keywords {sorted(kwargs)}")
     a, b = _check_nd("dot", "lhs", lhs), _check_nd("dot", "rhs", rhs)
     return NDArray(_math.dot(a._t, b._t, transpose_a, transpose_b))
+
+
+
+def _imperative(fn: Callable) -> Callable:
+    """MXNet's keywords on a function written here: ``out=`` (the result is written into
+    it, and it is returned) and ``name=`` (ignored imperatively)."""
+    def call(*args, out=None, name=None, **kwargs):
+        result = fn(*args, **kwargs)
+        return result if out is None else write_out(result, out)
+
+    call.__name__ = call.__qualname__ = fn.__name__
+    call.__doc__, call.__wrapped__ = fn.__doc__, fn
+    return call
+
+
+for _name in [*UNARY_DOCS, *BINARY_DOCS, "clip", "sum", "mean", "max", "min", "prod", "norm",
+              "argmax", "argmin", "reshape", "transpose", "concat", "stack", "dot"]:
+    globals()[_name] = _imperative(globals()[_name])
 
 
 def __getattr__(name: str):

@@ -149,7 +149,7 @@ def invoke(called: str, args: tuple, kwargs: dict, out=None):
         results = apply_op(called, attrs, inputs, len(op.input_names(p)))
     else:
         results = _run(op, p, called, inputs, context, device)
-    return _deliver(results, out, context)
+    return _deliver(results, out)
 
 
 def _run(op: OpDef, p, called: str, inputs: list[NDArray], context: Context,
@@ -169,9 +169,15 @@ def _run(op: OpDef, p, called: str, inputs: list[NDArray], context: Context,
     return results
 
 
-def _deliver(results: list[NDArray], out, context: Context):
+def _deliver(results: list[NDArray], out):
     if out is None:
         return results[0] if len(results) == 1 else results
+    return write_out(results, out)
+
+
+def write_out(results, out):
+    """Copy ``results`` (an NDArray or a list) into ``out`` (the same); returns ``out``."""
+    results = [results] if isinstance(results, NDArray) else list(results)
     targets = [out] if isinstance(out, NDArray) else list(out)
     if len(targets) != len(results):
         raise MXNetError(f"out= gives {len(targets)} arrays for {len(results)} outputs")

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import torch
 
 from ..attrs import Param, Params
-from ..base import DTypeError, OpNotFoundError, ShapeError
+from ..base import DTypeError, OpNotFoundError, OpNotImplementedError, ShapeError
 
 Shape = tuple[int, ...]
 
@@ -233,6 +233,11 @@ def get_op(name: str) -> OpDef:
     try:
         return OPS[name]
     except KeyError:
+        from .mxnet_names import MXNET_OPERATORS
+        if name in MXNET_OPERATORS:
+            raise OpNotImplementedError(
+                f"operator {name!r} is not supported by symgraph: MXNet 1.9.1 has it, "
+                "symgraph does not implement it yet (the operators issue tracks it)") from None
         raise OpNotFoundError(f"Operator {name!r} is not registered in symgraph "
                               f"({len(set(OPS.values()))} operators are)") from None
 

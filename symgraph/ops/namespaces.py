@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..base import OpNotImplementedError
-from .base import OPS, OpDef
+from .base import OPS, OpDef, get_op
 from .mxnet_names import MXNET_OPERATORS
 
 # namespace -> registry-name prefix of its operators
@@ -38,11 +37,10 @@ def registry_name(namespace: str, name: str) -> str | None:
 
 
 def missing_operator(called: str) -> Callable:
-    """A function for an MXNet operator symgraph does not implement yet: calling it raises."""
+    """A function for an MXNet operator symgraph does not implement yet: calling it raises
+    (``get_op``'s ``OpNotImplementedError``)."""
     def fn(*args, **kwargs):
-        raise OpNotImplementedError(f"operator {called!r} is not supported by symgraph: "
-                                    "MXNet 1.9.1 has it, symgraph does not implement it "
-                                    "yet (the operators issue tracks it)")
+        get_op(called)
 
     fn.__name__ = fn.__qualname__ = called
     fn.__doc__ = f"MXNet's operator ``{called}``: not implemented in symgraph yet (raises)."
@@ -90,3 +88,37 @@ def names(namespace: str) -> list[str]:
         elif not prefix and (registered.startswith("_") == (namespace == "_internal")):
             out.append(registered)
     return sorted(out)
+
+
+# MXNet's fluent methods: ``x.<name>(*args, **kwargs)`` is ``<front end>.<name>(x, ...)`` on
+# both NDArray and Symbol
+FLUENT_METHODS = (
+    "abs", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax",
+    "argmax_channel", "argmin", "argsort", "broadcast_axes", "broadcast_like", "broadcast_to",
+    "cbrt", "ceil", "clip", "cos", "cosh", "degrees", "depth_to_space", "diag", "exp",
+    "expand_dims", "expm1", "fix", "flatten", "flip", "floor", "log", "log10", "log1p", "log2",
+    "log_softmax", "max", "mean", "min", "nanprod", "nansum", "norm", "one_hot", "ones_like",
+    "pad", "pick", "prod", "radians", "rcbrt", "reciprocal", "relu", "repeat", "reshape",
+    "reshape_like", "rint", "round", "rsqrt", "shape_array", "sigmoid", "sign", "sin", "sinh",
+    "size_array", "slice", "slice_axis", "slice_like", "softmax", "softmin", "sort",
+    "space_to_depth", "split", "sqrt", "square", "squeeze", "sum", "swapaxes", "take", "tan",
+    "tanh", "tile", "topk", "transpose", "trunc", "zeros_like",
+)
+
+
+def _fluent(module_name: str, name: str) -> Callable:
+    def method(self, *args, **kwargs):
+        import importlib
+        return getattr(importlib.import_module(module_name), name)(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"Fluent form of ``{module_name}.{name}`` with this object first."
+    return method
+
+
+def add_fluent_methods(cls: type, module_name: str) -> None:
+    """Give ``cls`` every fluent method it does not define itself; each looks its function
+    up in ``module_name`` when called (nothing is built here)."""
+    for name in FLUENT_METHODS:
+        if name not in cls.__dict__:
+            setattr(cls, name, _fluent(module_name, name))

@@ -574,7 +574,7 @@ register(OpDef(
     >>> gru = mx.sym.RNN(mx.sym.Variable('data'), state_size=4, num_layers=1, mode='gru',
     ...                  name='gru')
     >>> gru.infer_shape(data=(5, 2, 3))[0]
-    [(5, 2, 3), (120,), (1, 2, 4)]
+    [(5, 2, 3), (108,), (1, 2, 4)]
     >>> mx.sym.RNN(mx.sym.Variable('data'), state_size=4, num_layers=1, mode='gru',
     ...            p=1.5)  # doctest: +ELLIPSIS
     Traceback (most recent call last):

@@ -5,15 +5,19 @@ from the op registry (PEP 562 ``__getattr__``), so importing this module does no
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from numbers import Number
+
 from ..ops.namespaces import module_getattr as _module_getattr
-from . import _internal, contrib, image, linalg, op, sparse
+from . import _internal, contrib, image, linalg, op, sparse  # noqa: F401 - namespaces
 from .json_io import fromjson, load, load_json
-from .op_api import make_function as _make_function
 from .naming import AttrScope, NameManager, Prefix
+from .op_api import make_function as _make_function
 from .symbol import Group, Symbol, Variable, var
 
 __all__ = ["AttrScope", "Group", "NameManager", "Prefix", "Symbol", "Variable", "arange",
-           "fromjson", "full", "load", "load_json", "ones", "var", "zeros"]
+           "fromjson", "full", "hypot", "load", "load_json", "maximum", "minimum", "ones", "pow",
+           "power", "var", "zeros"]
 
 def zeros(shape, dtype=None, **kwargs) -> Symbol:
     """A symbol of zeros of ``shape`` (op ``_zeros``)."""
@@ -40,12 +44,64 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, d
                      infer_range=infer_range, name=name, dtype=dtype)
 
 
-def _creation(op: str, **kwargs) -> Symbol:
+def _scalar_pair(name: str, left, right, ops: tuple[str, str, str], both: Callable):
+    """MXNet's Python helpers over two operands that may be symbols or numbers: (symbol,
+    symbol), (symbol, number) and (number, symbol) pick ``ops``; two numbers use ``both``."""
+    from .op_api import invoke
+    pair, scalar, reflected = ops
+    if isinstance(left, Symbol) and isinstance(right, Symbol):
+        return invoke(pair, [left, right], {})
+    if isinstance(left, Symbol) and isinstance(right, Number):
+        return invoke(scalar, [left], {"scalar": right})
+    if isinstance(left, Number) and isinstance(right, Symbol):
+        return invoke(reflected, [right], {"scalar": left})
+    if isinstance(left, Number) and isinstance(right, Number):
+        return both(left, right)
+    raise TypeError(f"{name}: types ({type(left).__name__}, {type(right).__name__}) not "
+                    "supported")
+
+
+def pow(base, exp):  # noqa: A001 - MXNet's name
+    """``base ** exp`` elementwise; either may be a number.
+
+    >>> pow(var('x'), 2).list_arguments(), pow(2, 3)
+    (['x'], 8)
+    """
+    return _scalar_pair("pow", base, exp, ("_Power", "_PowerScalar", "_RPowerScalar"),
+                        lambda a, b: a ** b)
+
+
+power = pow
+
+
+def maximum(left, right):
+    """Elementwise maximum; either operand may be a number.
+
+    >>> maximum(var('x'), 0.5).tojson().count('_maximum_scalar')
+    1
+    """
+    return _scalar_pair("maximum", left, right,
+                        ("_Maximum", "_MaximumScalar", "_MaximumScalar"), max)
+
+
+def minimum(left, right):
+    """Elementwise minimum; either operand may be a number."""
+    return _scalar_pair("minimum", left, right,
+                        ("_Minimum", "_MinimumScalar", "_MinimumScalar"), min)
+
+
+def hypot(left, right):
+    """``sqrt(left**2 + right**2)`` elementwise; either operand may be a number."""
+    return _scalar_pair("hypot", left, right, ("_Hypot", "_HypotScalar", "_HypotScalar"),
+                        lambda a, b: (a * a + b * b) ** 0.5)
+
+
+def _creation(op_name: str, **kwargs) -> Symbol:
     from .op_api import invoke
     name, attr = kwargs.pop("name", None), kwargs.pop("attr", None)
     if kwargs.get("dtype") is None:
         kwargs["dtype"] = "float32"  # MXNet's wrappers always record the dtype
-    return invoke(op, [], kwargs, name=name, attr=attr)
+    return invoke(op_name, [], kwargs, name=name, attr=attr)
 
 
 # every operator (sym.FullyConnected, sym.relu...) is made from the registry on first access
@@ -55,3 +111,7 @@ __getattr__ = _module_getattr("", globals(), _make_function)
 def __dir__() -> list[str]:
     from ..ops.namespaces import names
     return sorted(set(__all__) | set(names("")))
+
+from ..ops.namespaces import add_fluent_methods as _add_fluent_methods  # noqa: E402
+
+_add_fluent_methods(Symbol, __name__)

@@ -5,7 +5,7 @@ import warnings
 from collections.abc import Sequence
 from numbers import Number
 
-from ..attrs import check_string_values, hide_keys, to_attr_string, with_plain_keys
+from ..attrs import HIDDEN_KEYS, check_string_values, hide_keys, to_attr_string, with_plain_keys
 from ..base import AttrError, GraphError, MXNetError, ShapeError, dtype_name
 from ..graph import Entry, IndexedGraph, Node, indexed
 from ..infer import head_values, infer_shapes, infer_types, variable_values
@@ -109,13 +109,28 @@ class Symbol:
     def __deepcopy__(self, memo) -> Symbol:
         return Symbol([(copy_graph(self._outputs, {})[id(n)], i) for n, i in self._outputs])
 
+    def __reduce__(self):
+        """Pickled as its MXNet JSON, as MXNet does (``pickle.loads`` rebuilds the graph)."""
+        from .json_io import load_json
+        return (load_json, (self.tojson(),))
+
     def __bool__(self) -> bool:
         raise NotImplementedError("The truth value of a Symbol is ambiguous")
 
     # ------------------------------------------------------------ attributes
     def attr(self, key: str) -> str | None:
-        """An attribute of this (single-output) symbol's node, or ``None``."""
-        return self._outputs[0][0].attrs.get(key)
+        """An attribute of this (single-output) symbol's node, or ``None``; ``lr_mult`` and
+        the other hidden keys also answer under their plain names, as in MXNet.
+
+        >>> import symgraph as mx
+        >>> mx.sym.Variable('w', lr_mult=2).attr('lr_mult')
+        '2'
+        """
+        attrs = self._outputs[0][0].attrs
+        value = attrs.get(key)
+        if value is None and key in HIDDEN_KEYS:
+            value = attrs.get(f"__{key}__")
+        return value
 
     def list_attr(self, recursive: bool = False) -> dict[str, str]:
         """Attributes of the head node (``recursive`` lists every node's as ``name$key``)."""
@@ -173,15 +188,6 @@ class Symbol:
     def _compose(self, *args, **kwargs) -> None:
         """Compose in place (MXNet's ``Symbol._compose``)."""
         self._outputs = self(*args, **kwargs)._outputs
-
-    def __getattr__(self, name: str):
-        """Fluent methods: ``sym.reshape(...)`` is ``mx.sym.reshape(sym, ...)``."""
-        if name in FLUENT:
-            from . import op_api
-            return lambda *args, **kwargs: op_api.invoke(
-                name, [self, *args], kwargs, name=kwargs.pop("name", None),
-                attr=kwargs.pop("attr", None))
-        raise AttributeError(f"'Symbol' object has no attribute '{name}'")
 
     # ------------------------------------------------------------ inference
     def _initial(self, ig: IndexedGraph, args, kwargs, attr_key: str, convert):
@@ -283,6 +289,17 @@ class Symbol:
         from ..executor import bind
         return bind(self, ctx, args, args_grad=args_grad, grad_req=grad_req,
                     aux_states=aux_states, shared_exec=shared_exec)
+
+    def eval(self, ctx=None, **kwargs) -> list:
+        """Bind the arguments given as NDArrays by name, run forward, return the outputs.
+
+        >>> import symgraph as mx
+        >>> (mx.sym.var('x') * 2).eval(x=mx.nd.array([1, 2]))[0].asnumpy()
+        array([2., 4.], dtype=float32)
+        """
+        from ..context import current_context
+        exe = self.bind(ctx or current_context(), kwargs, grad_req="null")
+        return exe.forward()
 
     # ------------------------------------------------------------ arithmetic
     def _binary(self, other, op: str, scalar_op: str, reverse: bool = False) -> Symbol:
@@ -420,15 +437,6 @@ def Variable(name: str, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype
 
 var = Variable
 
-# MXNet's fluent Symbol methods (Symbol.reshape, Symbol.sum, ...)
-FLUENT = frozenset("""
-reshape reshape_like zeros_like ones_like broadcast_axes repeat pad swapaxes split slice
-slice_axis slice_like take one_hot pick sort topk argsort argmax argmin clip abs sign
-flatten expand_dims broadcast_to broadcast_like tile transpose flip sum nansum prod nanprod
-mean max min norm round rint fix floor ceil trunc sin cos tan arcsin arccos arctan degrees
-radians sinh cosh tanh arcsinh arccosh arctanh exp expm1 log log10 log2 log1p sqrt rsqrt
-cbrt rcbrt square reciprocal relu sigmoid softmax log_softmax softmin squeeze
-""".split())
 _STYPES = {"default": 0, "row_sparse": 1, "csr": 2}
 
 
