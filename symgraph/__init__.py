@@ -33,16 +33,26 @@ _LAZY = {
     "io": "io", "callback": "callback", "monitor": "monitor", "kv": "kvstore",
     "kvstore": "kvstore", "executor_manager": "executor_manager", "model": "model",
     "mod": "module", "module": "module", "rnn": "rnn", "gluon": "gluon",
-    "autograd": "autograd", "util": "util", "runtime": "runtime",
+    "autograd": "autograd", "util": "util", "runtime": "runtime", "engine": "engine",
+    "log": "log", "registry": "registry", "error": "error", "libinfo": "libinfo",
+    "mon": "monitor", "rnd": "random",
 }
+# MXNet's top-level re-exports of mx.util
+_FROM_UTIL = ("is_np_array", "is_np_shape", "np_array", "np_shape", "set_np_shape", "use_np",
+              "use_np_array", "use_np_shape")
 
 
 def __getattr__(attr: str):
+    import importlib
     if attr in _LAZY:
-        import importlib
         module = importlib.import_module(f".{_LAZY[attr]}", __name__)
         globals()[attr] = module
         return module
+    if attr in _FROM_UTIL:
+        return getattr(importlib.import_module(".util", __name__), attr)
+    unsupported = importlib.import_module(".unsupported", __name__)
+    if attr in unsupported.MODULES or attr in unsupported.ALIASES:
+        return unsupported.module(attr)
     raise AttributeError(f"module 'symgraph' has no attribute {attr!r}")
 
 

@@ -79,10 +79,20 @@ class MXNetAliasFinder(importlib.abc.MetaPathFinder):
         except ModuleNotFoundError as err:
             if err.name != name:
                 raise  # the module exists and failed importing something else
-            return None
+            module = _unsupported_module(fullname[len("mxnet."):])
+            if module is None:
+                return None
         is_package = hasattr(module, "__path__")
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(module),
                                               is_package=is_package)
+
+
+def _unsupported_module(name: str) -> ModuleType | None:
+    """The raising stand-in for an MXNet module symgraph leaves out (None: no such module)."""
+    from . import unsupported
+    if name in unsupported.MODULES or name in unsupported.ALIASES:
+        return unsupported.module(name)
+    return None
 
 
 def installed() -> bool:

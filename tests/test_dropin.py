@@ -1,0 +1,203 @@
+"""Drop-in behaviour: the ``mxnet`` alias, ``python -m symgraph run``, the operator functions
+generated from the registry, MXNet's op namespaces, and the names MXNet code imports at the
+top of a file (behaviour from MXNet 1.9.1, checked against its oracle when written)."""
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import symgraph as mx
+from symgraph import alias
+from symgraph.base import MXNetError, OpNotImplementedError, UnsupportedError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(tmp_path, code: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run([sys.executable, "-m", "symgraph", "run", *args, str(script)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+# ---------------------------------------------------------------- the alias
+def test_run_command_resolves_every_mxnet_module_to_symgraph(tmp_path):
+    proc = _run(tmp_path, """
+        import sys
+        import mxnet as mx
+        import mxnet.ndarray as nd
+        from mxnet.module.executor_group import DataParallelExecutorGroup
+        from mxnet.gluon import nn
+        from mxnet.base import MXNetError
+        import symgraph, symgraph.executor_group
+        assert mx is symgraph and nd is symgraph.ndarray and mx.nd is nd
+        assert DataParallelExecutorGroup is symgraph.executor_group.DataParallelExecutorGroup
+        assert nn is symgraph.gluon.nn and MXNetError is symgraph.base.MXNetError
+        assert sys.modules["mxnet.ndarray"] is nd
+        assert nd.__spec__.name == "symgraph.ndarray"  # symgraph's own spec is kept
+        print(mx.__version__, mx.SYMGRAPH_VERSION, sys.argv[1:])
+    """, "--shadow")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == "1.9.1"
+
+
+def test_script_arguments_and_exit_status_pass_through(tmp_path):
+    proc = _run(tmp_path, "import sys\nprint(sys.argv)\nsys.exit(3)\n")
+    assert proc.returncode == 3
+    assert proc.stdout.strip().endswith("script.py']")
+
+
+def test_child_processes_inherit_the_alias(tmp_path):
+    proc = _run(tmp_path, """
+        import subprocess, sys
+        out = subprocess.run([sys.executable, "-c", "import mxnet; print(mxnet.__name__)"],
+                             capture_output=True, text=True)
+        print(out.stdout.strip(), out.returncode)
+    """)
+    assert proc.stdout.split() == ["symgraph", "0"], proc.stderr
+
+
+def test_run_refuses_to_shadow_a_real_mxnet(tmp_path):
+    fake = tmp_path / "site" / "mxnet"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("REAL = True\n")
+    env = {"PYTHONPATH": str(tmp_path / "site")}
+    proc = _run(tmp_path, "import mxnet\nprint(mxnet.__name__)\n", env=env)
+    assert proc.returncode == 2 and "refusing to shadow" in proc.stderr
+    proc = _run(tmp_path, "import mxnet\nprint(mxnet.__name__)\n", "--shadow", env=env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "symgraph"
+    assert "hiding the MXNet installed" in proc.stderr
+
+
+def test_run_usage_errors(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "symgraph"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "usage: python -m symgraph run" in proc.stderr
+
+
+def test_module_mapping_table():
+    assert alias.target_module("mxnet") == "symgraph"
+    assert alias.target_module("mxnet.name") == "symgraph.symbol.naming"
+    assert alias.target_module("mxnet.gluon.nn") == "symgraph.gluon.nn"
+
+
+# ---------------------------------------------------------------- modules left out
+def test_unsupported_modules_import_and_raise_on_use(tmp_path):
+    proc = _run(tmp_path, """
+        import mxnet as mx
+        import mxnet.numpy as np_
+        import mxnet.profiler
+        from mxnet.contrib.amp import amp
+        assert mx.np is np_ and mx.viz is mx.visualization
+        class MyOp(mx.operator.CustomOp):
+            pass
+        for call in (lambda: mx.profiler.set_config(profile_all=True), MyOp, amp.init):
+            try:
+                call()
+            except mx.base.UnsupportedError as err:
+                print(str(err).split(" is not")[0])
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["mx.profiler.set_config", "mx.operator.CustomOp",
+                                   "mx.contrib.amp.amp.init"]
+
+
+def test_small_modules_behave_as_mxnet():
+    assert mx.engine.set_bulk_size(7) == 15
+    with mx.engine.bulk(3):
+        assert mx.engine.set_bulk_size(3) == 3
+    assert mx.engine.set_bulk_size(15) == 7
+    assert mx.mon is mx.monitor and mx.rnd is mx.random
+    assert issubclass(mx.error.InternalError, MXNetError)
+
+
+# ---------------------------------------------------------------- nd from the registry
+def test_nd_functions_come_from_the_operator_registry():
+    a = mx.nd.array([[1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(mx.nd.broadcast_add(a, mx.nd.ones((1, 3))).asnumpy(),
+                                  a.asnumpy() + 1)
+    fc = mx.nd.FullyConnected(a, mx.nd.ones((4, 3)), mx.nd.zeros((4,)), num_hidden=4)
+    np.testing.assert_array_equal(fc.asnumpy(), np.full((2, 4), [[6], [15]]))
+    np.testing.assert_array_equal(mx.nd.one_hot(mx.nd.array([0, 2]), depth=3).asnumpy(),
+                                  np.eye(3)[[0, 2]])
+    parts = mx.nd.split(a, num_outputs=3, axis=1)
+    assert isinstance(parts, list) and [p.shape for p in parts] == [(2, 1)] * 3
+    np.testing.assert_array_equal(mx.nd._internal._plus_scalar(a, scalar=1).asnumpy(),
+                                  a.asnumpy() + 1)
+    assert mx.nd.Convolution(mx.nd.ones((1, 1, 5, 5)), mx.nd.ones((2, 1, 3, 3)),
+                             mx.nd.zeros((2,)), kernel=(3, 3), num_filter=2).shape == (1, 2, 3, 3)
+
+
+def test_out_argument_writes_and_returns_the_given_array():
+    out = mx.nd.zeros((2,))
+    assert mx.nd.relu(mx.nd.array([-1, 2]), out=out) is out
+    np.testing.assert_array_equal(out.asnumpy(), [0, 2])
+    assert mx.nd.broadcast_mul(mx.nd.array([1, 2]), mx.nd.array([3, 3]), out=out) is out
+    np.testing.assert_array_equal(out.asnumpy(), [3, 6])
+    with pytest.raises(MXNetError, match="shape"):
+        mx.nd.relu(mx.nd.ones((3,)), out=out)
+
+
+def test_imperative_ops_return_new_arrays_not_views():
+    a = mx.nd.ones((2, 3))
+    b = mx.nd.Reshape(a, shape=(3, 2))
+    b[:] = 5
+    assert a.asnumpy().sum() == 6
+
+
+def test_generated_functions_record_for_autograd():
+    x = mx.nd.ones((2, 3))
+    x.attach_grad()
+    a = mx.nd.array([[1, 2, 3], [4, 5, 6]])
+    with mx.autograd.record():
+        z = mx.nd.sum(mx.nd.broadcast_mul(x, a))
+    z.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), a.asnumpy())
+
+
+def test_imperative_errors_name_operator_and_inputs():
+    with pytest.raises(MXNetError, match="required input 'weight' is missing"):
+        mx.nd.FullyConnected(mx.nd.ones((2, 3)), num_hidden=4)
+    with pytest.raises(MXNetError, match="Cannot find argument 'bogus'"):
+        mx.nd.broadcast_add(mx.nd.ones((2,)), mx.nd.ones((2,)), bogus=1)
+
+
+def test_mxnet_operators_not_implemented_exist_and_raise():
+    assert hasattr(mx.nd, "topk") and hasattr(mx.sym, "topk") and hasattr(mx.nd.linalg, "gemm")
+    assert not hasattr(mx.nd, "no_such_operator")
+    with pytest.raises(OpNotImplementedError, match="operator 'topk'"):
+        mx.nd.topk(mx.nd.ones((3,)))
+    with pytest.raises(UnsupportedError, match="_Hypot"):
+        mx.sym.hypot(mx.sym.var("a"), mx.sym.var("b"))
+    with pytest.raises(UnsupportedError, match="sparse storage"):
+        mx.nd.sparse.csr_matrix((2, 2))
+
+
+def test_fluent_methods_on_ndarray_and_symbol():
+    a = mx.nd.array([[1, 2], [3, 4]])
+    assert a.tile(reps=(1, 2)).shape == (2, 4)
+    np.testing.assert_allclose(a.softmax().asnumpy().sum(axis=1), [1, 1], rtol=1e-6)
+    sym = mx.sym.var("x").exp().sum(axis=1, name="s")
+    assert sym.name == "s" and sym.tojson().count('"op": "exp"') == 1
+
+
+# ---------------------------------------------------------------- symbol helpers
+def test_symbol_scalar_helpers_choose_mxnet_ops():
+    x = mx.sym.var("x")
+    assert '"_maximum_scalar"' in mx.sym.maximum(x, 0.5).tojson().replace(" ", "") or \
+        mx.sym.maximum(x, 0.5).get_internals().list_outputs()[-1].startswith("_maximumscalar")
+    assert mx.sym.pow(2, x).get_internals().list_outputs() == ["x", "_rpowerscalar0_output"]
+    assert mx.sym.pow(2, 3) == 8 and mx.sym.minimum(1, 2) == 1
+    out = mx.sym.minimum(x, mx.sym.var("y")).eval(x=mx.nd.array([1, 5]), y=mx.nd.array([3, 2]))
+    np.testing.assert_array_equal(out[0].asnumpy(), [1, 2])
+
+
+def test_symbol_pickles_as_json_and_attr_reads_hidden_keys():
+    net = mx.sym.FullyConnected(mx.sym.var("w", lr_mult=2), num_hidden=3, name="fc", lr_mult=3)
+    assert pickle.loads(pickle.dumps(net)).tojson() == net.tojson()
+    assert net.attr("lr_mult") == "3" and mx.sym.var("w", lr_mult=2).attr("lr_mult") == "2"
+    assert mx.sym.var("w", shape=(2,)).attr("shape") is None
