@@ -47,6 +47,10 @@ MODULES: dict[str, str] = {
     "contrib.quantization": "quantization is not implemented",
     "contrib.text": "contrib.text is not implemented",
     "onnx": "ONNX export/import is not implemented yet",
+    "gluon.data": "Gluon's data pipeline (Dataset, DataLoader, vision transforms) is not "
+                  "implemented yet (data/tools issue)",
+    "gluon.model_zoo": "the Gluon model zoo is not provided yet",
+    "gluon.contrib": "gluon.contrib (estimator, contrib layers) is not implemented yet",
     "api": "MXNet's C++ FFI is not part of symgraph",
     "ndarray_doc": "documentation helpers of MXNet's generated functions are not used",
     "symbol_doc": "documentation helpers of MXNet's generated functions are not used",
