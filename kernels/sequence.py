@@ -46,6 +46,8 @@ def _seq_kernel(x, lengths, out, T, B, inner, total, value, KIND: tl.constexpr,
         n = offs * 0 + T
     if KIND == 0:
         v = tl.load(x + offs, mask=mask)
+        if v.dtype.is_bf16():  # select in fp32 (exact): mixing bf16 with the float scalar
+            v = v.to(tl.float32)  # makes a bf16 constant, which Triton 3.8's interpreter lacks
         tl.store(out + offs, tl.where(t < n, v, value).to(out.dtype.element_ty), mask=mask)
     elif KIND == 1:
         n = tl.minimum(tl.maximum(n, 0), T)
