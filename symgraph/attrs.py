@@ -31,7 +31,22 @@ def to_attr_string(value: Any) -> str:
         return value
     if isinstance(value, type) and issubclass(value, np.generic) or isinstance(value, np.dtype):
         return np.dtype(value).name
-    return str(value)
+    return str(_plain(value))
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays as Python numbers and tuples (numpy 2 prints ``np.int64(3)``).
+
+    >>> _plain((np.int64(3), np.float32(0.5))), _plain(np.array([2, 3]))
+    ((3, 0.5), (2, 3))
+    """
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return tuple(_plain(v) for v in value.tolist()) if value.ndim else value.item()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    return value
 
 
 def _parse_bool(s: str) -> bool:

@@ -8,13 +8,39 @@ array([[ 5., 14.],
 """
 from ..ops.namespaces import module_getattr as _module_getattr
 from . import _internal, contrib, image, linalg, random, sparse  # noqa: F401 - namespaces
+from . import _internal as gen__internal  # noqa: F401 - MXNet's generated-module names
+from . import contrib as gen_contrib  # noqa: F401
+from . import image as gen_image  # noqa: F401
+from . import linalg as gen_linalg  # noqa: F401
+from . import op as gen_op  # noqa: F401
+from . import sparse as gen_sparse  # noqa: F401
+from .helpers import (  # noqa: F401 - MXNet's Python-level functions
+    CachedOp,
+    concatenate,
+    eye,
+    from_dlpack,
+    from_numpy,
+    get_indexing_dispatch_code,
+    get_oshape_of_gather_nd_op,
+    histogram,
+    imdecode,
+    indexing_key_expand_implicit_axes,
+    linspace,
+    logical_and,
+    logical_or,
+    logical_xor,
+    moveaxis,
+    onehot_encode,
+    split_v2,
+    to_dlpack_for_read,
+    to_dlpack_for_write,
+    true_divide,
+)
 from .io import ParamsFormatError, load, load_frombuffer, save
 from .ndarray import NDArray
 from .op import (
     abs,
     add,
-    argmax,
-    argmin,
     ceil,
     clip,
     concat,
@@ -34,18 +60,13 @@ from .op import (
     log1p,
     log2,
     log10,
-    max,
     maximum,
-    mean,
-    min,
     minimum,
     modulo,
     multiply,
     negative,
-    norm,
     not_equal,
     power,
-    prod,
     reciprocal,
     relu,
     reshape,
@@ -59,7 +80,6 @@ from .op import (
     square,
     stack,
     subtract,
-    sum,
     tanh,
     transpose,
 )
@@ -84,7 +104,6 @@ __all__ = [
     "array", "empty", "zeros", "ones", "full", "arange", "waitall",
     "save", "load", "load_frombuffer",
     "concat", "stack", "dot", "reshape", "transpose", "clip",
-    "sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin",
     "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "square", "abs",
     "sign", "negative", "reciprocal", "relu", "sigmoid", "tanh", "sin", "cos", "floor",
     "ceil", "round", "rint", "fix",

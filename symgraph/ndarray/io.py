@@ -81,6 +81,27 @@ NDarrays.
     _write_atomic(_path(fname), _encode(arrays, names))
 
 
+def save_raw(array: NDArray) -> bytes:
+    """One array's record as MXNet serialises a single NDArray (``MXNDArraySaveRawBytes``,
+    what pickling an NDArray stores).
+
+    >>> from symgraph import ndarray as nd
+    >>> load_raw(save_raw(nd.ones((2,)))).asnumpy()
+    array([1., 1.], dtype=float32)
+    """
+    return _array_header(array._t) + bytes(_array_payload(array._t))
+
+
+def load_raw(buf: bytes | bytearray | memoryview) -> NDArray:
+    """The array of one record written by :func:`save_raw` (or by MXNet's pickling); the
+    record is validated like a ``.params`` file's."""
+    r = _Reader(memoryview(buf), "<pickled NDArray>")
+    array = _read_array(r, 0)
+    if r.pos != len(r.buf):
+        raise r.error(f"{len(r.buf) - r.pos} unexpected bytes after the array")
+    return array
+
+
 def _path(fname) -> str:
     if not isinstance(fname, (str, os.PathLike)):
         raise TypeError(f"fname required to be a string or os.PathLike, got {type(fname)}")

@@ -14,6 +14,18 @@ from . import _index, _math
 from . import recorded as _recorded
 
 
+def _box(begin, end, step) -> tuple:
+    """The index of ``slice_assign``'s box (``None`` entries: whole axis / step 1)."""
+    step = step or (None,) * len(begin)
+    return tuple(slice(b, e, st) for b, e, st in zip(begin, end, step))
+
+
+py_slice = slice  # MXNet's name for the builtin (its module shadows ``slice`` with the op)
+# MXNet's storage type ids; symgraph stores 'default' (dense) only
+_STORAGE_TYPE_STR_TO_ID = {"_undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+
+
 class NDArray:
     """An n-dimensional array on a device, with MXNet 1.x's semantics.
 
@@ -224,6 +236,49 @@ class NDArray:
             return self
         return self.copyto(context)
 
+    # ----------------------------------------------------------------- MXNet extras
+    writable = True  # MXNet arrays can be read-only views; symgraph's never are
+    handle = None  # MXNet's C handle: symgraph arrays have none
+
+    def as_nd_ndarray(self) -> NDArray:
+        """This array (it is a legacy NDArray already)."""
+        return self
+
+    def as_np_ndarray(self):
+        """MXNet's NumPy-interface array: not provided."""
+        from ..base import unsupported
+        raise unsupported("NDArray.as_np_ndarray", "the NumPy-compatible interface (mx.np) "
+                          "is not implemented")
+
+    def tostype(self, stype: str) -> NDArray:
+        """Storage conversion: ``'default'`` returns a copy; sparse storage types raise."""
+        if stype != "default":
+            from ..base import unsupported
+            raise unsupported(f"tostype({stype!r})", "sparse storage is not implemented")
+        return self.copy()
+
+    def to_dlpack_for_read(self):
+        """A DLPack capsule sharing this array's memory."""
+        import torch.utils.dlpack
+        return torch.utils.dlpack.to_dlpack(self._t)
+
+    to_dlpack_for_write = to_dlpack_for_read
+
+    def slice_assign(self, rhs: NDArray, begin, end, step) -> NDArray:
+        """Write ``rhs`` into the box ``begin:end:step`` of this array, in place."""
+        self[_box(begin, end, step)] = rhs
+        return self
+
+    def slice_assign_scalar(self, value, begin, end, step) -> NDArray:
+        """Fill the box ``begin:end:step`` of this array with ``value``, in place."""
+        self[_box(begin, end, step)] = value
+        return self
+
+    def split_v2(self, indices_or_sections, axis=0, squeeze_axis=False):
+        """See ``nd.split_v2``."""
+        from .helpers import split_v2
+        return split_v2(self, indices_or_sections, axis=axis, squeeze_axis=squeeze_axis)
+
     def wait_to_read(self) -> None:
         """Block until pending writes to this array are done (a no-op on CPU)."""
         if self._t.is_cuda:
@@ -234,6 +289,44 @@ class NDArray:
         data = self if self._t.dtype != torch.bfloat16 else self.astype("float32")
         shape_info = "x".join(str(d) for d in self.shape)
         return f"\n{data.asnumpy()}\n<{type(self).__name__} {shape_info} @{self.context}>"
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """numpy conversion (``np.asarray(x)``, ``np.all(x == 1)``): a copy of the data.
+        MXNet 1.9.1 has none and relied on numpy < 1.24 walking the array as a sequence."""
+        out = self.asnumpy()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __getstate__(self) -> dict:
+        """Pickled as MXNet does: the array's record in MXNet's byte format."""
+        from .io import save_raw
+        return {"handle": save_raw(self)}
+
+    def __setstate__(self, state: dict) -> None:
+        from .io import load_raw
+        handle = state.get("handle") if isinstance(state, dict) else None
+        if not isinstance(handle, (bytes, bytearray)):
+            raise MXNetError("NDArray pickle state must hold the array's bytes under 'handle'")
+        self._t = load_raw(handle)._t
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape) -> bool:
+        """Whether slicing a C-contiguous array of ``shape`` with ``slc_key`` (one slice per
+        axis) gives a C-contiguous result (then MXNet's result shares the memory)."""
+        assert len(slc_key) == len(shape)
+        strides, stride = [], 1
+        for n in reversed(shape):
+            strides.append(stride)
+            stride *= n
+        expected, contiguous = 1, True
+        for slc, n, st in zip(reversed(slc_key), reversed(shape), strides):
+            start, stop, step = slc.indices(n)
+            length = len(range(start, stop, step))
+            if length == 0:
+                return True
+            if length > 1 and st * step != expected:
+                contiguous = False
+            expected *= length
+        return contiguous or expected <= 1
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -408,8 +501,11 @@ class NDArray:
                              f"of an array of shape {self.shape}")
         return NDArray(self._t.permute(perm).clone(memory_format=torch.contiguous_format))
 
-    def flatten(self) -> NDArray:
-        """A copy with every axis but the first collapsed: shape ``(d0, d1*d2*...)``."""
+    def flatten(self, inplace: bool = False) -> NDArray:
+        """A copy (``inplace``: a view) with every axis but the first collapsed: shape
+        ``(d0, d1*d2*...)``."""
+        if inplace:
+            return self.reshape((self.shape[0], -1)) if self.ndim else self.reshape((1, 1))
         if self.ndim == 0:
             return NDArray(self._t.reshape(1, 1).clone())
         return NDArray(self._t.reshape(self.shape[0], -1).clone())
@@ -428,9 +524,12 @@ class NDArray:
         return NDArray((out.reshape(1) if out.dim() == 0 else out).clone())
 
     def broadcast_to(self, shape) -> NDArray:
-        """A copy broadcast to ``shape`` (numpy rules)."""
-        _math.check_broadcast("broadcast_to", self.shape, tuple(shape))
-        return NDArray(torch.broadcast_to(self._t, tuple(shape)).clone())
+        """A copy broadcast to ``shape`` (numpy rules; a 0 keeps this array's dim)."""
+        shape = tuple(int(d) for d in shape)
+        if len(shape) == self.ndim:
+            shape = tuple(d or own for d, own in zip(shape, self.shape))
+        _math.check_broadcast("broadcast_to", self.shape, shape)
+        return NDArray(torch.broadcast_to(self._t, shape).clone())
 
     def zeros_like(self) -> NDArray:
         """An array of zeros with this shape, dtype and context."""
@@ -445,34 +544,40 @@ class NDArray:
         """Sum over ``axis`` (all axes by default); see :func:`symgraph.ndarray.sum`."""
         if _recorded.recording(self):
             return _recorded.apply("sum", [self], axis=axis, keepdims=keepdims, exclude=exclude)
-        return NDArray(_math.reduce("sum", self._t, axis, keepdims, exclude))
+        return NDArray(_math.reduce("sum", self._t, axis, bool(keepdims), bool(exclude)))
 
     def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Mean over ``axis``; integer arrays give a truncated integer mean."""
         if _recorded.recording(self):
             return _recorded.apply("mean", [self], axis=axis, keepdims=keepdims, exclude=exclude)
-        return NDArray(_math.reduce("mean", self._t, axis, keepdims, exclude))
+        return NDArray(_math.reduce("mean", self._t, axis, bool(keepdims), bool(exclude)))
 
     def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Maximum over ``axis``."""
         if _recorded.recording(self):
             return _recorded.apply("max", [self], axis=axis, keepdims=keepdims, exclude=exclude)
-        return NDArray(_math.reduce("max", self._t, axis, keepdims, exclude))
+        return NDArray(_math.reduce("max", self._t, axis, bool(keepdims), bool(exclude)))
 
     def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Minimum over ``axis``."""
         if _recorded.recording(self):
             return _recorded.apply("min", [self], axis=axis, keepdims=keepdims, exclude=exclude)
-        return NDArray(_math.reduce("min", self._t, axis, keepdims, exclude))
+        return NDArray(_math.reduce("min", self._t, axis, bool(keepdims), bool(exclude)))
 
     def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Product over ``axis``."""
         if _recorded.recording(self):
             return _recorded.apply("prod", [self], axis=axis, keepdims=keepdims, exclude=exclude)
-        return NDArray(_math.reduce("prod", self._t, axis, keepdims, exclude))
+        return NDArray(_math.reduce("prod", self._t, axis, bool(keepdims), bool(exclude)))
 
-    def norm(self, axis=None, keepdims: bool = False) -> NDArray:
-        """L2 norm over ``axis`` (all elements by default, giving shape ``(1,)``)."""
+    def norm(self, ord=2, axis=None, out_dtype=None, keepdims=False) -> NDArray:  # noqa: A002
+        """L2 norm over ``axis`` (all elements by default, giving shape ``(1,)``); other
+        ``ord``/``out_dtype`` run the registered ``norm`` operator."""
+        if ord != 2 or out_dtype is not None:
+            from .register import invoke
+            return invoke("norm", (self,), {"ord": ord, "axis": axis, "out_dtype": out_dtype,
+                                            "keepdims": keepdims})
+        keepdims = bool(keepdims)
         if _recorded.recording(self):
             return _recorded.apply("norm", [self], axis=axis, keepdims=keepdims)
         return NDArray(_math.reduce("norm", self._t, axis, keepdims))

@@ -198,92 +198,20 @@ def clip(data: NDArray, a_min, a_max) -> NDArray:
     return _check_nd("clip", "data", data).clip(a_min, a_max)
 
 
-def sum(data: NDArray, axis=None, keepdims: bool = False,  # noqa: A001 - MXNet's name
-        exclude: bool = False) -> NDArray:
-    """Sum over ``axis`` (int, tuple, or None for all); a full reduction has shape ``(1,)``.
-
-    ``exclude=True`` reduces over every axis *not* listed.
-
-    >>> from symgraph import ndarray as nd
-    >>> x = nd.array([[1, 2, 3], [4, 5, 6]])
-    >>> nd.sum(x).shape, nd.sum(x, axis=1).asnumpy(), nd.sum(x, axis=0, exclude=True).shape
-    ((1,), array([ 6., 15.], dtype=float32), (2,))
-    """
-    return _check_nd("sum", "data", data).sum(axis, keepdims, exclude)
 
 
-def mean(data: NDArray, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-    """Mean over ``axis``; see :func:`sum` for the arguments.
-
-    >>> from symgraph import ndarray as nd
-    >>> nd.mean(nd.array([[1, 2], [3, 4]]), axis=0).asnumpy()
-    array([2., 3.], dtype=float32)
-    """
-    return _check_nd("mean", "data", data).mean(axis, keepdims, exclude)
 
 
-def max(data: NDArray, axis=None, keepdims: bool = False,  # noqa: A001 - MXNet's name
-        exclude: bool = False) -> NDArray:
-    """Maximum over ``axis``.
-
-    >>> from symgraph import ndarray as nd
-    >>> nd.max(nd.array([[1, 5], [3, 4]]), axis=1).asnumpy()
-    array([5., 4.], dtype=float32)
-    """
-    return _check_nd("max", "data", data).max(axis, keepdims, exclude)
 
 
-def min(data: NDArray, axis=None, keepdims: bool = False,  # noqa: A001 - MXNet's name
-        exclude: bool = False) -> NDArray:
-    """Minimum over ``axis``.
-
-    >>> from symgraph import ndarray as nd
-    >>> nd.min(nd.array([[1, 5], [3, 4]])).asnumpy()
-    array([1.], dtype=float32)
-    """
-    return _check_nd("min", "data", data).min(axis, keepdims, exclude)
 
 
-def prod(data: NDArray, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-    """Product over ``axis``.
-
-    >>> from symgraph import ndarray as nd
-    >>> nd.prod(nd.array([[1, 2], [3, 4]]), axis=1).asnumpy()
-    array([ 2., 12.], dtype=float32)
-    """
-    return _check_nd("prod", "data", data).prod(axis, keepdims, exclude)
 
 
-def norm(data: NDArray, axis=None, keepdims: bool = False) -> NDArray:
-    """L2 norm over ``axis`` (all elements by default).
-
-    >>> from symgraph import ndarray as nd
-    >>> nd.norm(nd.array([3, 4])).asnumpy()
-    array([5.], dtype=float32)
-    """
-    return _check_nd("norm", "data", data).norm(axis, keepdims)
 
 
-def argmax(data: NDArray, axis=None, keepdims: bool = False) -> NDArray:
-    """Indices of the maxima along ``axis``, in ``data``'s dtype (float32 by default).
-
-    >>> from symgraph import ndarray as nd
-    >>> nd.argmax(nd.array([[1, 5, 2], [7, 0, 1]]), axis=1)
-    <BLANKLINE>
-    [1. 0.]
-    <NDArray 2 @cpu(0)>
-    """
-    return _check_nd("argmax", "data", data).argmax(axis, keepdims)
 
 
-def argmin(data: NDArray, axis=None, keepdims: bool = False) -> NDArray:
-    """Indices of the minima along ``axis``, in ``data``'s dtype.
-
-    >>> from symgraph import ndarray as nd
-    >>> nd.argmin(nd.array([[1, 5, 2], [7, 0, 1]])).asnumpy()
-    array([4.], dtype=float32)
-    """
-    return _check_nd("argmin", "data", data).argmin(axis, keepdims)
 
 
 def reshape(data: NDArray, shape, reverse: bool = False) -> NDArray:
@@ -404,8 +332,8 @@ def _imperative(fn: Callable) -> Callable:
     return call
 
 
-for _name in [*UNARY_DOCS, *BINARY_DOCS, "clip", "sum", "mean", "max", "min", "prod", "norm",
-              "argmax", "argmin", "reshape", "transpose", "concat", "stack", "dot"]:
+for _name in [*UNARY_DOCS, *BINARY_DOCS, "clip", "reshape", "transpose", "concat", "stack",
+              "dot"]:
     globals()[_name] = _imperative(globals()[_name])
 
 

@@ -128,14 +128,22 @@ def _device(arrays: list[NDArray], ctx) -> tuple[Context, torch.device]:
                 raise MXNetError(f"operands are on different contexts: {first} and "
                                  f"{a.context}")
         return first, arrays[0]._t.device
-    ctx = Context(ctx) if isinstance(ctx, str) else (ctx or current_context())
+    ctx = _context(ctx) if isinstance(ctx, str) else (ctx or current_context())
     return ctx, ctx.torch_device
+
+
+def _context(text: str) -> Context:
+    """``'gpu(1)'`` or ``'cpu'`` as a Context."""
+    kind, _, rest = text.partition("(")
+    return Context(kind.strip(), int(rest.rstrip(")") or 0))
 
 
 def invoke(called: str, args: tuple, kwargs: dict, out=None):
     """Run operator ``called`` (a name or alias) imperatively; its visible outputs."""
     op = get_op(called)
-    ctx = kwargs.pop("ctx", None) if "ctx" not in {p.name for p in op.params} else None
+    ctx = kwargs.pop("ctx", None)
+    if ctx is not None and "ctx" in {p.name for p in op.params}:
+        kwargs["ctx"] = str(ctx)  # creation ops record it, as in MXNet
     kwargs.pop("name", None)
     arrays, named, attrs = _split(op, called, args, kwargs)
     if op.key_var_num_args and op.key_var_num_args not in attrs:

@@ -86,7 +86,18 @@ def empty(shape, ctx: Context | None = None, dtype=None) -> NDArray:
                               device=_device(ctx))), ctx)
 
 
-def zeros(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
+def _filled(shape, ctx, dtype, value: float, out: NDArray | None) -> NDArray:
+    if out is not None:  # MXNet's out=: fill the given array (its shape must match)
+        if tuple(out.shape) != _shape(shape):
+            raise ShapeError(f"out= array has shape {out.shape}, requested {_shape(shape)}")
+        out._t.fill_(value)
+        return out
+    return _on(NDArray(torch.full(_shape(shape), value, dtype=to_torch_dtype(dtype),
+                                  device=_device(ctx))), ctx)
+
+
+def zeros(shape, ctx: Context | None = None, dtype=None, out: NDArray | None = None,
+          **kwargs) -> NDArray:
     """An array of zeros (float32 by default); ``shape`` may be an int.
 
     >>> from symgraph import ndarray as nd
@@ -95,11 +106,11 @@ def zeros(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
     [0 0 0]
     <NDArray 3 @cpu(0)>
     """
-    return _on(NDArray(torch.zeros(_shape(shape), dtype=to_torch_dtype(dtype),
-                              device=_device(ctx))), ctx)
+    return _filled(shape, ctx, dtype, 0, out)
 
 
-def ones(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
+def ones(shape, ctx: Context | None = None, dtype=None, out: NDArray | None = None,
+         **kwargs) -> NDArray:
     """An array of ones (float32 by default).
 
     >>> from symgraph import ndarray as nd
@@ -108,8 +119,7 @@ def ones(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
     [[1. 1.]]
     <NDArray 1x2 @cpu(0)>
     """
-    return _on(NDArray(torch.ones(_shape(shape), dtype=to_torch_dtype(dtype),
-                              device=_device(ctx))), ctx)
+    return _filled(shape, ctx, dtype, 1, out)
 
 
 def full(shape, val, ctx: Context | None = None, dtype=None,

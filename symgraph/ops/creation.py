@@ -1,4 +1,5 @@
-"""Array creation without inputs: ``_zeros``, ``_ones``, ``_full``, ``_arange``."""
+"""Array creation without inputs: ``_zeros``, ``_ones``, ``_full``, ``_arange``, ``_eye``,
+``_linspace``."""
 from __future__ import annotations
 
 import math
@@ -84,3 +85,63 @@ register(OpDef(
     forward=_arange_forward, gradient=lambda g, p, ins, outs, og: [], kernel=triton_arange,
     cases=(Case((), {"start": 1, "stop": 7, "step": 2, "repeat": 2}, grad=False),),
     doc="Evenly spaced values in [start, stop) (MXNet's ``arange``)."))
+
+
+def _eye_forward(p, ins, aux, rt):
+    n, m = p.N, p.M or p.N
+    out = torch.zeros((n, m), dtype=to_torch_dtype(p.dtype), device=rt.device)
+    first = max(0, -p.k)
+    rows = torch.arange(first, max(first, min(n, m - p.k)), device=rt.device)
+    out[rows, rows + p.k] = 1
+    return (out,)
+
+
+def triton_eye(p, ins, aux, rt):
+    """eye as one generated kernel over the flat index."""
+    from kernels.elementwise import Program, run
+    m = p.M or p.N
+    expr = f"tl.where((offs % {m}) - (offs // {m}) == {p.k}, 1.0, 0.0)"
+    return run(Program(0, ((expr, ()),), ("t0",)), [], (p.N, m), to_torch_dtype(p.dtype),
+               device=rt.device)
+
+
+register(OpDef(
+    name="_eye",
+    params=(Param("N", "int", lower=0), Param("M", "int", 0, lower=0), Param("k", "int", 0),
+            Param("ctx", "str", ""), Param("dtype", "dtype", "float32")),
+    inputs=(), infer_shape=lambda p, s: ([], [(p.N, p.M or p.N)]), infer_type=_fixed_type,
+    forward=_eye_forward, gradient=lambda g, p, ins, outs, og: [], kernel=triton_eye,
+    cases=(Case((), {"N": 4, "M": 5, "k": 1}, grad=False),
+           Case((), {"N": 3, "k": -2}, grad=False)),
+    doc="An ``N x M`` matrix with ones on diagonal ``k`` (``M`` = 0 means ``N``)."))
+
+
+def _linspace_forward(p, ins, aux, rt):
+    values = torch.linspace(p.start, p.stop, p.num + (0 if p.endpoint else 1),
+                            dtype=torch.float64)[:p.num]
+    return (values.to(device=rt.device, dtype=to_torch_dtype(p.dtype)),)
+
+
+def _linspace_step(p) -> float:
+    intervals = p.num - 1 if p.endpoint else p.num
+    return (p.stop - p.start) / intervals if intervals > 0 else 0.0
+
+
+def triton_linspace(p, ins, aux, rt):
+    """linspace as one generated kernel over the flat index."""
+    from kernels.elementwise import Program, run
+    expr = f"({float(p.start)!r} + offs * {_linspace_step(p)!r})"
+    return run(Program(0, ((expr, ()),), ("t0",)), [], (p.num,), to_torch_dtype(p.dtype),
+               device=rt.device)
+
+
+register(OpDef(
+    name="_linspace",
+    params=(Param("start", "float"), Param("stop", "float"), Param("num", "int", lower=0),
+            Param("endpoint", "bool", True), Param("ctx", "str", ""),
+            Param("dtype", "dtype", "float32")),
+    inputs=(), infer_shape=lambda p, s: ([], [(p.num,)]), infer_type=_fixed_type,
+    forward=_linspace_forward, gradient=lambda g, p, ins, outs, og: [], kernel=triton_linspace,
+    cases=(Case((), {"start": 0, "stop": 1, "num": 5}, grad=False),
+           Case((), {"start": 2, "stop": -1, "num": 4, "endpoint": False}, grad=False)),
+    doc="``num`` evenly spaced values from ``start`` to ``stop`` (``endpoint``: included)."))

@@ -53,10 +53,10 @@ def categorize(rec: dict) -> str:
     exc, mro = rec.get("exc_type", ""), rec.get("exc_mro", [])
     msg = rec.get("message", "")
     low = msg.lower()
-    if "UnsupportedError" in mro:
-        return "out of scope"
     if "OpNotFoundError" in mro:
         return "missing op"
+    if "UnsupportedError" in mro:
+        return "out of scope"
     if exc == "collection":
         if "has no attribute" in msg or "cannot import name" in msg or "No module named" in msg:
             return "missing name"
