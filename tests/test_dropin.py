@@ -201,3 +201,57 @@ def test_symbol_pickles_as_json_and_attr_reads_hidden_keys():
     assert pickle.loads(pickle.dumps(net)).tojson() == net.tojson()
     assert net.attr("lr_mult") == "3" and mx.sym.var("w", lr_mult=2).attr("lr_mult") == "2"
     assert mx.sym.var("w", shape=(2,)).attr("shape") is None
+
+
+# ---------------------------------------------------------------- MXNet's Python-level nd
+def test_ndarray_converts_for_numpy_and_pickles_in_mxnet_raw_format():
+    a = mx.nd.array([50000001], dtype="int32")
+    assert np.all(a == 50000001)  # MXNet's tests rely on numpy reading NDArrays
+    b = pickle.loads(pickle.dumps(mx.nd.array([[1, 2]], dtype="int64")))
+    assert b.dtype == np.int64 and b.asnumpy().tolist() == [[1, 2]]
+    state = mx.nd.ones((2,)).__getstate__()["handle"]
+    assert int.from_bytes(state[:4], "little") == 0xF993FAC9  # MXNet's V2 array magic
+    with pytest.raises(MXNetError, match="unexpected bytes"):
+        mx.nd.NDArray(mx.nd.ones((1,))._t).__setstate__({"handle": state + b"x"})
+
+
+def test_python_level_nd_functions():
+    np.testing.assert_array_equal(mx.nd.eye(3, 4, 1).asnumpy(), np.eye(3, 4, 1))
+    np.testing.assert_array_equal(mx.nd.eye(3, 2, -10).asnumpy(), np.eye(3, 2, -10))
+    np.testing.assert_allclose(mx.nd.linspace(2, -1, 4, endpoint=False).asnumpy(),
+                               np.linspace(2, -1, 4, endpoint=False))
+    assert mx.nd.moveaxis(mx.nd.zeros((2, 3, 4)), [0, 1], [-1, 0]).shape == (3, 4, 2)
+    assert mx.nd.concatenate([mx.nd.ones((1, 2)), mx.nd.zeros((2, 2))]).shape == (3, 2)
+    op = mx.nd.CachedOp(mx.sym.var("a") * 2 + mx.sym.var("b"))
+    np.testing.assert_array_equal(op(mx.nd.ones((2,)), mx.nd.ones((2,))).asnumpy(), [3, 3])
+    x = np.arange(4, dtype="float32")
+    shared = mx.nd.from_numpy(x)
+    x[0] = 7
+    assert shared.asnumpy()[0] == 7
+    back = mx.nd.from_dlpack(mx.nd.to_dlpack_for_read(shared))
+    assert back.asnumpy().tolist() == [7, 1, 2, 3]
+    out = mx.nd.zeros((2, 2))
+    assert mx.nd.ones((2, 2), out=out) is out and out.asnumpy().sum() == 4
+
+
+def test_contrib_nan_helpers_and_slice_assign():
+    a = mx.nd.array([1, float("nan"), float("inf")])
+    assert mx.nd.contrib.isnan(a).asnumpy().tolist() == [0, 1, 0]
+    assert mx.nd.contrib.isinf(a).asnumpy().tolist() == [0, 0, 1]
+    assert mx.nd.contrib.isfinite(a).asnumpy().tolist() == [1, 0, 0]
+    b = mx.nd.ones((2, 3))
+    b.slice_assign(mx.nd.zeros((1, 3)), (0, 0), (1, 3), (None, None))
+    b.slice_assign_scalar(5, (1, 0), (2, 2), (None, None))
+    assert b.asnumpy().tolist() == [[0, 0, 0], [5, 5, 1]]
+
+
+def test_mxnet_argument_forms():
+    a = mx.nd.array([[1, 2], [3, 4]])
+    assert a.norm(ord=1).asscalar() == 10 and a.sum(keepdims=1).shape == (1, 1)
+    assert a.broadcast_to(shape=np.array([2, 2])).shape == (2, 2)
+    assert mx.sym.transpose(mx.sym.var("x"), axes=(np.int64(0),)).attr("axes") == "(0,)"
+    is_contiguous = mx.nd.NDArray._basic_indexing_slice_is_contiguous
+    assert is_contiguous((slice(1, 3), slice(None)), (4, 5))
+    assert not is_contiguous((slice(None), slice(1, 3)), (4, 5))
+    assert is_contiguous((slice(2, 3), slice(1, 3)), (4, 5))
+    assert not is_contiguous((slice(None, None, -1), slice(None)), (4, 5))
