@@ -531,4 +531,5 @@ def _debug_str(exe: Executor, show_source: bool = False) -> str:
     lines.append(f"Total planned memory: {mem.planned_bytes / 2**20:.3f} MB in "
                  f"{len(mem.block_bytes)} blocks (naive {mem.naive_bytes / 2**20:.3f} MB, "
                  f"{mem.planned_bytes / max(mem.naive_bytes, 1):.0%})")
+    lines.append(f"Total {mem.planned_bytes >> 20} MB allocated")  # MXNet's summary line
     return "\n".join(lines)

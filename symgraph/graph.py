@@ -103,7 +103,8 @@ class Node:
         """MXNet's output naming: ``data`` for a variable, ``fc1_output`` for an op."""
         if self.op is None:
             return self.name
-        return f"{self.name}_{self.op.output_names(self.params)[index]}"
+        name = self.op.output_names(self.params)[index]
+        return f"{self.name}_{name}" if self.name else name
 
     def num_regular_inputs(self) -> int:
         if self._nreg is None:

@@ -61,12 +61,12 @@ def _apply_rule(kind: _Kind, ig: IndexedGraph, nid: int, values: list) -> bool:
         raise kind.error(f"Error in {node.where}: {err} (inputs: "
                          f"{_describe_inputs(node, current, kind.label)})") from None
     base = ig.row_ptr[nid]
-    backwards = kind is SHAPE and node.op.infer_inputs_from_outputs
+    backwards = kind is SHAPE and node.op.shape_from_outputs()
     if backwards and result is not None:
         current = list(result[0])
     if backwards and not all(known(s) for s in current):
         outs_now = [values[base + k] for k in range(node.num_outputs)]
-        completed = node.op.infer_inputs_from_outputs(node.params, list(current), outs_now)
+        completed = backwards(node.params, list(current), outs_now)
         if completed is not None:
             result = (completed, result[1] if result is not None else [])
     if result is None:

@@ -185,6 +185,13 @@ class OpDef:
         """The Triton template for these params (None: not an elementwise op)."""
         return self.expr(p) if callable(self.expr) else self.expr
 
+    def shape_from_outputs(self) -> Callable | None:
+        """How inputs are completed from known outputs: the op's own rule, or the identity
+        of the same-shape rules (MXNet's elementwise shape inference runs both ways)."""
+        if self.infer_inputs_from_outputs is not None:
+            return self.infer_inputs_from_outputs
+        return _SAME_SHAPE_INVERSES.get(self.infer_shape)
+
     def visible_outputs(self, p: Params) -> int:
         return self.num_visible(p) if self.num_visible else len(self.output_names(p))
 
@@ -290,3 +297,21 @@ def unary_shape(p: Params, shapes: list[Shape]):
     if not shapes[0]:
         return None
     return shapes, [shapes[0]]
+
+
+def _first_from_output(p: Params, shapes: list[Shape], outs: list[Shape]):
+    """Inverse of :func:`unary_shape`: input 0 has the output's shape."""
+    if not outs or not outs[0]:
+        return None
+    return [merge_shape(shapes[0], outs[0], "input 0")] + list(shapes[1:])
+
+
+def _all_from_output(p: Params, shapes: list[Shape], outs: list[Shape]):
+    """Inverse of :func:`elemwise_shape`: every input has the output's shape."""
+    if not outs or not outs[0]:
+        return None
+    return [merge_shape(s, outs[0], f"input {i}") for i, s in enumerate(shapes)]
+
+
+_SAME_SHAPE_INVERSES: dict[Callable, Callable] = {unary_shape: _first_from_output,
+                                                 elemwise_shape: _all_from_output}

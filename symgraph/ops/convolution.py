@@ -136,6 +136,21 @@ def _shape(p, shapes):
     return ins, [(data[0], p.num_filter) + _out_size(p, tuple(data[2:]))]
 
 
+def _data_from_output(p, shapes, outs):
+    """MXNet's incomplete inference backwards: the batch size from the output, and each
+    spatial size whose stride is 1 from the output's."""
+    out = outs[0] if outs else ()
+    if not out or len(out) != len(p.kernel) + 2:
+        return None
+    data = list(shapes[0] or (0,) * len(out))
+    data[0] = data[0] or out[0]
+    strides, pads = spatial(p, "stride", 1), spatial(p, "pad", 0)
+    for i, (o, dk, st, pad) in enumerate(zip(out[2:], dilated_kernel(p), strides, pads)):
+        if o and st == 1 and not data[i + 2]:
+            data[i + 2] = o + dk - 1 - 2 * pad
+    return [tuple(data)] + list(shapes[1:])
+
+
 def _forward(p, ins, aux, rt):
     conv = _CONV[len(p.kernel)]
     bias = None if p.no_bias else ins[2]
@@ -243,6 +258,7 @@ register(OpDef(
 
 register(OpDef(
     name="Convolution", params=PARAMS, inputs=_inputs, infer_shape=_shape,
+    infer_inputs_from_outputs=_data_from_output,
     check=lambda p: check_params(p, "Convolution"),
     forward=_forward, gradient=_gradient, kernel=triton_convolution, prepare=_prepare,
     cases=(

@@ -41,7 +41,7 @@ import torch
 
 from ..attrs import Param
 from ..base import DTypeError, MXNetError, ShapeError
-from .base import Case, OpDef, merge_shape, register
+from .base import Case, OpDef, known, merge_shape, register
 
 _INDEX_DTYPES = ("bfloat16", "float16", "float32", "float64", "int32", "int64", "int8", "uint8")
 
@@ -350,8 +350,8 @@ register(OpDef(
 def _where_shape(p, shapes):
     cond, x, y = shapes
     value = merge_shape(x, y, "inputs 'x' and 'y'")
-    if not value:
-        return None
+    if not value or not known(cond):
+        return None  # MXNet infers nothing until the condition's shape is fully known
     if cond and len(cond) == len(value):
         cond = merge_shape(cond, value, "input 'condition'")
     elif cond and len(cond) == 1:

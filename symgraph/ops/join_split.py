@@ -30,7 +30,7 @@ import torch
 
 from ..attrs import Param
 from ..base import DTypeError, ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, merge_shape, register
 
 
 def norm_axis(axis: int, ndim: int, what: str) -> int:
@@ -118,10 +118,33 @@ def _concat_grad(g, p, ins, outs, og):
     return g.multi("_backward_Concat", og[0], *ins, num_args=len(ins), dim=p.dim)
 
 
+def _concat_inputs_from_output(p, shapes, outs):
+    """MXNet's ConcatShape run backwards: every input shares the output's other dims, and a
+    single input whose size along ``dim`` is unknown gets what the others leave."""
+    out = outs[0] if outs else ()
+    if not out:
+        return None
+    ax = p.dim % len(out)
+    new = []
+    for s in shapes:
+        s = s or (0,) * len(out)
+        if len(s) != len(out):
+            return None
+        new.append(tuple(d if k == ax else (d or out[k]) for k, d in enumerate(s)))
+    unknown = [i for i, s in enumerate(new) if s[ax] == 0]
+    if len(unknown) == 1 and out[ax]:
+        rest = out[ax] - sum(s[ax] for s in new)
+        if rest > 0:
+            i = unknown[0]
+            new[i] = new[i][:ax] + (rest,) + new[i][ax + 1:]
+    return new
+
+
 register(OpDef(
     name="Concat", aliases=("concat",), key_var_num_args="num_args", params=_CONCAT_PARAMS,
     inputs=_args, infer_shape=_concat_shape, infer_type=shared_type, forward=_concat_forward,
     kernel=triton_concat, gradient=_concat_grad,
+    infer_inputs_from_outputs=_concat_inputs_from_output,
     cases=(Case(((2, 3, 4), (2, 1, 4), (2, 2, 4))), Case(((3, 2), (1, 2)), {"dim": 0}),
            Case(((2, 3, 1), (2, 3, 2)), {"dim": -1}), Case(((2, 3),))),
     doc="Join arrays along an existing axis ``dim``; every other dimension must agree."))
@@ -238,6 +261,23 @@ def _split_shape(p, shapes):
     return shapes, [out or (1,)] * n
 
 
+def _split_input_from_outputs(p, shapes, outs):
+    """The data shape from any known output (MXNet's SliceChannel runs backwards too)."""
+    out: tuple = ()
+    for k, o in enumerate(outs):  # the outputs share one shape: merge what each knows
+        out = merge_shape(out, o, f"output {k}")
+    if not out:
+        return None
+    if p.squeeze_axis:
+        axis = p.axis % (len(out) + 1)
+        full = tuple(out[:axis]) + (p.num_outputs,) + tuple(out[axis:])
+    else:
+        axis = p.axis % len(out)
+        size = out[axis] * p.num_outputs
+        full = tuple(out[:axis]) + (size,) + tuple(out[axis + 1:])
+    return [merge_shape(shapes[0], full, "data")]
+
+
 def _split_forward(p, ins, aux, rt):
     x = ins[0]
     axis = norm_axis(p.axis, x.dim(), "SliceChannel")
@@ -273,6 +313,7 @@ register(OpDef(
                   doc="Drop the split axis (its size must equal num_outputs).")),
     outputs=lambda p: [f"output{i}" for i in range(p.num_outputs)],
     infer_shape=_split_shape, forward=_split_forward, gradient=_split_grad, kernel=triton_split,
+    infer_inputs_from_outputs=_split_input_from_outputs,
     cases=(Case(((2, 6, 3),), {"num_outputs": 3}),
            Case(((4, 3),), {"num_outputs": 2, "axis": 0}),
            Case(((2, 3, 3),), {"num_outputs": 3, "axis": -1, "squeeze_axis": True}),

@@ -18,10 +18,12 @@ def _t(x: torch.Tensor) -> torch.Tensor:
 
 def _dot_shape(p, shapes):
     a, b = shapes
-    if not a or not b or 0 in a or 0 in b:  # wait until both are complete
+    if not a or not b:
         return None
     a2 = a[::-1] if p.transpose_a else a
     b2 = b[::-1] if p.transpose_b else b
+    if not a2[-1] or not b2[0]:
+        return None  # the contracted size must be known (unknown batch dims pass through)
     if a2[-1] != b2[0]:
         raise ShapeError(f"dot shape error: lhs {a}{' (transposed)' if p.transpose_a else ''} "
                          f"and rhs {b}{' (transposed)' if p.transpose_b else ''} do not match on "
@@ -129,15 +131,17 @@ def _batch_shape(p, shapes):
     a, b = shapes
     if not a or not b:
         return None
-    if len(a) != 3 or len(b) != 3 or a[0] != b[0]:
+    if len(a) != 3 or len(b) != 3 or (a[0] and b[0] and a[0] != b[0]):
         raise ShapeError(f"batch_dot expects 3-D inputs with one batch size, got lhs {a}, "
                          f"rhs {b}")
     m, k = (a[2], a[1]) if p.transpose_a else (a[1], a[2])
     k2, n = (b[2], b[1]) if p.transpose_b else (b[1], b[2])
+    if not k or not k2:
+        return None  # MXNet waits until the contracted sizes are known
     if k != k2:
         raise ShapeError(f"batch_dot shape error: lhs {a} and rhs {b} do not match on the "
                          "contracted axis")
-    return shapes, [(a[0], m, n)]
+    return shapes, [(a[0] or b[0], m, n)]
 
 
 def _bt(x, flag):

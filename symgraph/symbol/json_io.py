@@ -82,7 +82,16 @@ def to_json(symbol: Symbol) -> str:
             f"  \"arg_nodes\": {_list_text(list(map(str, ig.variable_ids)), 2)}, \n"
             f"  \"node_row_ptr\": {_list_text(list(map(str, ig.row_ptr)), 2)}, \n"
             f"  \"heads\": {_entries_text(heads, 2)}, \n"
-            f"  \"attrs\": {{\"mxnet_version\": [\"int\", {MXNET_VERSION}]}}\n}}")
+            f"  \"attrs\": {_graph_attrs_text()}\n}}")
+
+
+def _graph_attrs_text() -> str:
+    """The graph's ``attrs``: MXNet adds ``is_np_shape`` while NumPy shape semantics is on."""
+    from ..util import is_np_shape
+    if is_np_shape():
+        return ("{\n    \"is_np_shape\": [\"int\", 1], \n"
+                f"    \"mxnet_version\": [\"int\", {MXNET_VERSION}]\n  }}")
+    return f"{{\"mxnet_version\": [\"int\", {MXNET_VERSION}]}}"
 
 
 def atomic_write(fname: str, data: bytes) -> None:

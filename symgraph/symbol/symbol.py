@@ -6,7 +6,15 @@ from collections.abc import Sequence
 from numbers import Number
 
 from ..attrs import HIDDEN_KEYS, check_string_values, hide_keys, to_attr_string, with_plain_keys
-from ..base import AttrError, GraphError, MXNetError, ShapeError, dtype_name
+from ..base import (
+    AttrError,
+    GraphError,
+    MXNetError,
+    NotImplementedForSymbol,
+    ShapeError,
+    dtype_name,
+    unsupported,
+)
 from ..graph import Entry, IndexedGraph, Node, indexed
 from ..infer import head_values, infer_shapes, infer_types, variable_values
 from ..ops.base import known
@@ -115,7 +123,60 @@ class Symbol:
         return (load_json, (self.tojson(),))
 
     def __bool__(self) -> bool:
-        raise NotImplementedError("The truth value of a Symbol is ambiguous")
+        raise NotImplementedForSymbol(self.__bool__, "bool")
+
+    # NDArray-only methods: MXNet's Symbol has them and raises NotImplementedForSymbol
+    def asnumpy(self):
+        raise NotImplementedForSymbol(self.asnumpy, None)
+
+    def asscalar(self):
+        raise NotImplementedForSymbol(self.asscalar, None)
+
+    def as_in_context(self, *args, **kwargs):
+        raise NotImplementedForSymbol(self.as_in_context, None)
+
+    def detach(self):
+        raise NotImplementedForSymbol(self.detach, None)
+
+    def backward(self, *args, **kwargs):
+        raise NotImplementedForSymbol(self.backward, None)
+
+    def wait_to_read(self):
+        raise NotImplementedForSymbol(self.wait_to_read, None)
+
+    def gradient(self, wrt):
+        raise NotImplementedForSymbol(self.gradient, None, wrt)
+
+    handle = None  # MXNet's C handle: none here
+
+    def astype(self, *args, **kwargs) -> Symbol:
+        """``cast`` this symbol (MXNet's fluent ``astype``)."""
+        from . import op_api
+        return op_api.invoke("cast", [self, *args], kwargs)
+
+    def as_nd_ndarray(self) -> Symbol:
+        """This symbol (legacy symbols are what symgraph has)."""
+        return self
+
+    def as_np_ndarray(self):
+        raise unsupported("Symbol.as_np_ndarray", "the NumPy-compatible interface is not "
+                          "implemented")
+
+    def optimize_for(self, backend, *args, **kwargs):
+        raise unsupported(f"Symbol.optimize_for({backend!r})", "subgraph backends are "
+                          "MXNet C++ extensions")
+
+    def get_backend_symbol(self, backend):
+        raise unsupported(f"Symbol.get_backend_symbol({backend!r})", "subgraph backends are "
+                          "MXNet C++ extensions")
+
+    def _gen_atomic_symbol(self) -> Symbol:
+        """The head operator alone, its inputs left unconnected (MXNet's atomic symbol)."""
+        head = self._outputs[0][0]
+        if head.op is None:
+            raise MXNetError("_gen_atomic_symbol: a variable has no operator")
+        node = Node(head.op, "", dict(head.attrs))
+        return Symbol([(node, i) for i in range(node.num_visible_outputs)])
 
     # ------------------------------------------------------------ attributes
     def attr(self, key: str) -> str | None:
@@ -247,15 +308,15 @@ class Symbol:
                   variable_values(ig, values, ig.aux_state_ids))
         if any(t is None for g in groups for t in g):
             return None, None, None
-        import numpy as np
-        return tuple([np.dtype(t).type for t in g] for g in groups)
+        return tuple([_numpy_type(t) for t in g] for g in groups)
 
     def infer_type_partial(self, *args, **kwargs):
-        """Dtype inference returning ``None`` for the unknown ones."""
+        """Dtype inference returning ``None`` for the unknown ones (numpy types otherwise)."""
         ig = self._graph()
         values = infer_types(ig, self._initial(ig, args, kwargs, "__dtype__", _as_dtype))
-        return (variable_values(ig, values, ig.argument_ids), head_values(ig, values),
-                variable_values(ig, values, ig.aux_state_ids))
+        groups = (variable_values(ig, values, ig.argument_ids), head_values(ig, values),
+                  variable_values(ig, values, ig.aux_state_ids))
+        return tuple([None if t is None else _numpy_type(t) for t in g] for g in groups)
 
     # ------------------------------------------------------------ serialisation
     def tojson(self) -> str:
@@ -347,6 +408,12 @@ def _as_shape(value) -> tuple[int, ...]:
     if not isinstance(value, (tuple, list)):
         raise ShapeError(f"shape must be a tuple, got {value!r}")
     return tuple(int(d) for d in value)
+
+
+def _numpy_type(name: str):
+    """MXNet reports dtypes as numpy scalar types; bfloat16 (none in numpy) by its name."""
+    import numpy as np
+    return name if name == "bfloat16" else np.dtype(name).type
 
 
 def _as_dtype(value) -> str:
