@@ -1,13 +1,26 @@
-"""Random state: ``mx.random.seed`` seeds every generator symgraph draws from.
+"""``mx.random``: ``seed`` and the samplers of ``nd.random``.
 
-Dropout masks, random initializers and ``nd.random.*`` draw from one
+Dropout masks, random initializers and the random operators draw from one
 ``torch.Generator`` per device, created lazily, so a seed makes runs reproducible.
+As in MXNet, this module re-exports ``nd.random``'s functions (``mx.random.uniform``...);
+they are looked up on first use, because ``nd`` itself imports this module.
+
+>>> import symgraph as mx
+>>> mx.random.seed(5); a = mx.random.uniform(shape=(3,))
+>>> mx.random.seed(5); bool((a == mx.random.uniform(shape=(3,))).min())
+True
 """
 from __future__ import annotations
+
+import numbers
 
 import torch
 
 from .context import Context, current_context
+
+# nd.random's public functions, which MXNet's mx.random re-exports
+_SAMPLERS = ("uniform", "normal", "randn", "poisson", "exponential", "gamma", "multinomial",
+             "negative_binomial", "generalized_negative_binomial", "shuffle", "randint")
 
 _DEFAULT_SEED = 0
 _generators: dict[torch.device, torch.Generator] = {}
@@ -40,8 +53,9 @@ def seed(seed_state: int, ctx="all") -> None:
     >>> seed(42); a == generator().initial_seed()
     True
     """
-    if not isinstance(seed_state, int):
+    if not isinstance(seed_state, numbers.Integral):
         raise ValueError(f"seed_state must be an int, got {type(seed_state).__name__}")
+    seed_state = int(seed_state)
     if ctx == "all":
         _seed_state["seed"] = seed_state
         torch.manual_seed(seed_state)
@@ -51,3 +65,16 @@ def seed(seed_state: int, ctx="all") -> None:
             gen.manual_seed(seed_state + (device.index or 0))
         return
     generator(ctx).manual_seed(seed_state)
+
+
+def __getattr__(name: str):
+    if name in _SAMPLERS:
+        from .ndarray import random as nd_random
+        fn = getattr(nd_random, name)
+        globals()[name] = fn
+        return fn
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SAMPLERS))

@@ -21,6 +21,7 @@ from . import (  # noqa: F401 - imported to register their ops
     make_loss,
     matmul,
     pooling,
+    random,
     reduce,
     regression_output,
     rnn,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from numbers import Number
 
 from ..ops.namespaces import module_getattr as _module_getattr
-from . import _internal, contrib, image, linalg, op, sparse  # noqa: F401 - namespaces
+from . import _internal, contrib, image, linalg, op, random, sparse  # noqa: F401 - namespaces
 from .json_io import fromjson, load, load_json
 from .naming import AttrScope, NameManager, Prefix
 from .op_api import make_function as _make_function

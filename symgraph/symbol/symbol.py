@@ -289,8 +289,13 @@ class Symbol:
         return arg, out, aux
 
     def infer_shape_partial(self, *args, **kwargs):
-        """Like :meth:`infer_shape` but returns what is known (``()`` for unknown shapes)."""
-        return self._infer_shape(args, kwargs)
+        """Like :meth:`infer_shape` but returns what is known (``()`` for unknown shapes;
+        under ``mx.util.np_shape()`` ``None`` and ``-1`` dims, as MXNet reports them)."""
+        groups = self._infer_shape(args, kwargs)
+        from ..util import is_np_shape
+        if is_np_shape():
+            return tuple([_np_shape_out(s) for s in g] for g in groups)
+        return groups
 
     def _infer_shape(self, args, kwargs):
         ig = self._graph()
@@ -402,12 +407,21 @@ class Symbol:
 
 
 def _as_shape(value) -> tuple[int, ...]:
+    """A given shape in symgraph's legacy form (``0`` = unknown dim, ``()`` unknown); under
+    NumPy shape semantics MXNet spells unknown dims ``-1`` and unknown shapes ``None``."""
     if isinstance(value, str):
         from ..attrs import _parse_tuple
         return _parse_tuple(value)
     if not isinstance(value, (tuple, list)):
         raise ShapeError(f"shape must be a tuple, got {value!r}")
-    return tuple(int(d) for d in value)
+    return tuple(max(int(d), 0) if d is not None else 0 for d in value)
+
+
+def _np_shape_out(shape: tuple):
+    """An inferred shape as MXNet reports it under NumPy shape semantics."""
+    if not shape:
+        return None
+    return tuple(d if d else -1 for d in shape)
 
 
 def _numpy_type(name: str):
