@@ -205,13 +205,13 @@ def _signature(op: OpDef) -> inspect.Signature:
     return inspect.Signature(params[:-1] + extra + params[-1:])
 
 
-def make_function(called: str, op: OpDef) -> Callable:
-    """The public function ``nd.<called>``."""
+def make_function(called: str, op: OpDef, hint: str | None = None) -> Callable:
+    """The public function ``nd.<called>`` (``hint``: its name inside an op namespace)."""
     def fn(*args, out=None, **kwargs):
         return invoke(called, args, kwargs, out)
 
     from ..symbol.op_api import _docstring
-    fn.__name__ = fn.__qualname__ = called
+    fn.__name__ = fn.__qualname__ = hint or called
     fn.__doc__ = _docstring(called, op, "NDArray")
     fn.__signature__ = _signature(op)
     return fn

@@ -55,7 +55,7 @@ def lookup(namespace: str, name: str, make: Callable[[str, OpDef], Callable]):
         return None
     op = OPS.get(registered)
     if op is not None and not op.hidden:
-        return make(registered, op)
+        return make(registered, op, None if registered == name else name)
     if registered in MXNET_OPERATORS:
         return missing_operator(registered)
     return None

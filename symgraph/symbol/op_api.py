@@ -40,8 +40,9 @@ def _single(value: Symbol, where: str, slot: str):
 
 
 def invoke(called: str, args: list, kwargs: dict, name: str | None = None,
-           attr: dict | None = None) -> Symbol:
-    """Create the node for op ``called`` (a name or alias) and return its outputs as a Symbol."""
+           attr: dict | None = None, hint: str | None = None) -> Symbol:
+    """Create the node for op ``called`` (a name or alias) and return its outputs as a Symbol;
+    an unnamed node is named after ``hint`` (the function's name; default ``called``)."""
     op = get_op(called)
     args, kwargs = _positional_params(op, called, list(args), dict(kwargs))
     sym_kwargs, attrs = _split_kwargs(op, kwargs)
@@ -49,7 +50,7 @@ def invoke(called: str, args: list, kwargs: dict, name: str | None = None,
     if op.key_var_num_args and op.key_var_num_args not in attrs:
         attrs[op.key_var_num_args] = str(len(positional) + len(sym_kwargs))
     check_string_values(attr or {})
-    name = NameManager.current.get(name, called.lower())
+    name = NameManager.current.get(name, (hint or called).lower())
     node = Node(op, name, {**AttrScope.current.get(attr), **hide_keys(attrs)})
     p = node.params  # parse now: bad attributes fail at creation, as in MXNet
     slots = op.input_names(p) + op.aux_names(p)
@@ -157,12 +158,13 @@ def _signature(op: OpDef) -> inspect.Signature:
     return inspect.Signature(params)
 
 
-def make_function(called: str, op: OpDef) -> Callable[..., Symbol]:
-    """The public function ``sym.<called>``."""
+def make_function(called: str, op: OpDef, hint: str | None = None) -> Callable[..., Symbol]:
+    """The public function ``sym.<called>``; ``hint`` is its name inside an op namespace
+    (``sym.linalg.gemm2`` names its nodes ``gemm2N``, as MXNet does)."""
     def creator(*args, name=None, attr=None, **kwargs):
-        return invoke(called, list(args), kwargs, name=name, attr=attr)
+        return invoke(called, list(args), kwargs, name=name, attr=attr, hint=hint)
 
-    creator.__name__ = creator.__qualname__ = called
+    creator.__name__ = creator.__qualname__ = hint or called
     creator.__doc__ = _docstring(called, op)
     creator.__signature__ = _signature(op)
     return creator
