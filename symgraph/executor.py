@@ -293,6 +293,11 @@ class Executor:
         """A new executor for new input shapes sharing the arrays whose shapes are unchanged."""
         return _reshape(self, partial_shaping, allow_up_sizing, kwargs)
 
+    def get_optimized_symbol(self):
+        """The symbol this executor runs (MXNet's graph after its passes). symgraph's passes
+        (rewrites, fusion) live in the plan and leave the symbol as written."""
+        return self._symbol
+
     def debug_str(self, show_source: bool = False) -> str:
         """The plan: each launch with its implementation, then planned vs naive memory.
 

@@ -12,6 +12,7 @@ and the indexing helpers MXNet exports.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -39,16 +40,28 @@ def concatenate(arrays, axis: int = 0, always_copy: bool = True) -> NDArray:
 
 def moveaxis(tensor: NDArray, source, destination) -> NDArray:
     """Move axes ``source`` to positions ``destination`` (others keep their order)."""
-    src = [source] if isinstance(source, numbers.Integral) else list(source)
-    dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
     ndim = tensor.ndim
+    src, dst = _axes(source, ndim, "source"), _axes(destination, ndim, "destination")
     if len(src) != len(dst):
-        raise MXNetError("moveaxis: source and destination must have the same number of axes")
-    src, dst = [a % ndim for a in src], [a % ndim for a in dst]
+        raise ValueError("moveaxis: source and destination must have the same number of "
+                         "elements")
     order = [a for a in range(ndim) if a not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
     return invoke("transpose", (tensor,), {"axes": tuple(order)})
+
+
+def _axes(axes, ndim: int, what: str) -> list[int]:
+    """Axes normalised into ``[0, ndim)``; out-of-range or repeated axes raise ValueError."""
+    axes = [axes] if isinstance(axes, numbers.Integral) else list(axes)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"moveaxis: {what} axis {a} is out of bounds for {ndim} dims")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"moveaxis: repeated axis in {what} {axes}")
+    return out
 
 
 def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
@@ -133,14 +146,19 @@ def from_dlpack(dlpack) -> NDArray:
 
 
 def from_numpy(ndarray: np.ndarray, zero_copy: bool = True, array_cls=NDArray) -> NDArray:
-    """An NDArray over a C-contiguous numpy array's memory (copied when ``zero_copy`` is
-    False or the array is not contiguous and writable)."""
+    """An NDArray over a C-contiguous numpy array's memory, which becomes read-only for
+    numpy (as in MXNet: the NDArray owns it now); ``zero_copy=False`` copies."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy takes a numpy.ndarray, got {type(ndarray).__name__}")
     if zero_copy and not ndarray.flags["C_CONTIGUOUS"]:
         raise ValueError("Only c-contiguous arrays are supported for zero-copy")
-    source = ndarray if zero_copy and ndarray.flags["WRITEABLE"] else ndarray.copy()
-    return array_cls(torch.from_numpy(source))
+    if not zero_copy:
+        return array_cls(torch.from_numpy(ndarray.copy()))
+    with warnings.catch_warnings():  # a read-only source (handed over before) stays shared
+        warnings.simplefilter("ignore", UserWarning)
+        out = array_cls(torch.from_numpy(ndarray))
+    ndarray.setflags(write=False)  # MXNet hands the memory to the NDArray: numpy may only read
+    return out
 
 
 def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mean=None):

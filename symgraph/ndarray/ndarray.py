@@ -346,9 +346,15 @@ class NDArray:
         raise ShapeError("The truth value of an NDArray with multiple elements is ambiguous.")
 
     def __getitem__(self, key) -> NDArray:
-        return NDArray(_index.getitem(self._t, _unwrap_key(key)))
+        out = NDArray(_index.getitem(self._t, _unwrap_key(key)))
+        if _recorded.recording(self):
+            return _recorded.getitem(self, key, out.shape)
+        return out
 
     def __setitem__(self, key, value) -> None:
+        if key is not None and key is not Ellipsis and _recorded.recording(self, value):
+            raise MXNetError("Inplace operations (+=, -=, x[:]=, etc) are not supported when "
+                             "recording with autograd.")
         _index.setitem(self._t, _unwrap_key(key), _value_tensor(value, self._t))
 
     # ----------------------------------------------------------------- arithmetic
@@ -510,18 +516,20 @@ class NDArray:
             return NDArray(self._t.reshape(1, 1).clone())
         return NDArray(self._t.reshape(self.shape[0], -1).clone())
 
-    def expand_dims(self, axis: int) -> NDArray:
-        """A copy with a new axis of size 1 at ``axis``."""
-        return NDArray(self._t.unsqueeze(axis).clone())
+    def expand_dims(self, axis: int, inplace: bool = False) -> NDArray:
+        """A copy (``inplace``: a view) with a new axis of size 1 at ``axis``."""
+        out = self._t.unsqueeze(axis)
+        return NDArray(out if inplace else out.clone())
 
-    def squeeze(self, axis=None) -> NDArray:
-        """A copy without the size-1 axes (or only those in ``axis``)."""
+    def squeeze(self, axis=None, inplace: bool = False) -> NDArray:
+        """A copy (``inplace``: a view) without the size-1 axes (or only those in ``axis``)."""
         axes = [a for a in range(self.ndim) if self.shape[a] == 1] if axis is None \
             else _math.norm_axes(axis, self.ndim)
         out = self._t
         for a in sorted(axes, reverse=True):
             out = out.squeeze(a)
-        return NDArray((out.reshape(1) if out.dim() == 0 else out).clone())
+        out = out.reshape(1) if out.dim() == 0 else out
+        return NDArray(out if inplace else out.clone())
 
     def broadcast_to(self, shape) -> NDArray:
         """A copy broadcast to ``shape`` (numpy rules; a 0 keeps this array's dim)."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
+
 from .. import autograd
 from ..base import MXNetError
 
@@ -87,3 +89,24 @@ def apply_op(op: str, attrs: dict, arrays: list, n_regular: int) -> list:
     else:
         _GRAPHS.move_to_end(key)
     return graph(list(arrays[:n_regular]), arrays[0].context)
+
+
+def getitem(arr, key, shape: tuple):
+    """``arr[key]`` (any basic or advanced index) as recorded operators: the flat positions
+    the key selects, computed by numpy's indexing of a position grid, gathered with
+    ``take`` (whose gradient scatters back) and reshaped to ``shape``."""
+    import torch
+
+    from .ndarray import NDArray
+    np_key = tuple(_np_index(k) for k in key) if isinstance(key, tuple) else _np_index(key)
+    positions = np.arange(arr.size, dtype=np.int64).reshape(arr.shape)[np_key]
+    index = NDArray(torch.from_numpy(np.ascontiguousarray(positions).reshape(-1))
+                    .to(arr._t.device))
+    flat = apply("Reshape", [arr], shape=(-1,))
+    out = apply("take", [flat, index])
+    return apply("Reshape", [out], shape=tuple(shape)) if tuple(shape) != out.shape else out
+
+
+def _np_index(k):
+    from .ndarray import NDArray
+    return k.asnumpy().astype(np.int64) if isinstance(k, NDArray) else k

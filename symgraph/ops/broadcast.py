@@ -9,7 +9,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, elemwise_shape, register
+from .base import Case, OpDef, elemwise_shape, known, register
 
 
 def broadcast_shapes(a: tuple, b: tuple) -> tuple:
@@ -138,7 +138,8 @@ def triton_broadcast(p, ins, aux, rt):
     """broadcast_to/axis/like as one Triton copy of a stride-0 view."""
     from kernels.copy import broadcast_to
     if len(ins) == 2:
-        return (broadcast_to(ins[0], tuple(ins[1].shape)),)
+        return (broadcast_to(ins[0], _like_target(p, tuple(ins[0].shape),
+                                                  tuple(ins[1].shape))),)
     shape_rule = _to_shape if "shape" in p else _axis_shape
     return (broadcast_to(ins[0], shape_rule(p, [tuple(ins[0].shape)])[1][0]),)
 
@@ -153,21 +154,43 @@ register(OpDef(
     doc="Sum ``data`` over broadcast axes down to the shape of ``like``."))
 
 
+def _like_target(p, a: tuple, b: tuple) -> tuple:
+    """The output shape: ``b``, or ``a`` with its ``lhs_axes`` taking ``b``'s ``rhs_axes``."""
+    if p.lhs_axes is None and p.rhs_axes is None:
+        broadcast_shapes(a, b)
+        return b
+    la, ra = p.lhs_axes or (), p.rhs_axes or ()
+    if len(la) != len(ra):
+        raise ShapeError(f"broadcast_like: lhs_axes {tuple(la)} and rhs_axes {tuple(ra)} must "
+                         "have the same length")
+    out = list(a)
+    for i, j in zip(la, ra):
+        i, j = i % len(a), j % len(b)
+        if a[i] not in (1, b[j]):
+            raise ShapeError(f"broadcast_like: lhs axis {i} has size {a[i]}, cannot broadcast "
+                             f"to rhs axis {j} of size {b[j]}")
+        out[i] = b[j]
+    return tuple(out)
+
+
 def _like_shape(p, shapes):
     a, b = shapes
-    if not a or not b:
+    if not a or not b or (p.lhs_axes is not None and not (known(a) and known(b))):
         return None
-    broadcast_shapes(a, b)
-    return shapes, [b]
+    return shapes, [_like_target(p, a, b)]
 
 
 register(OpDef(
-    name="broadcast_like", inputs=("lhs", "rhs"), expr="{0}", forward=lambda p, ins, aux, rt: (
-        ins[0].expand_as(ins[1]).contiguous(),),
+    name="broadcast_like", inputs=("lhs", "rhs"), expr="{0}",
+    params=(Param("lhs_axes", "shape_or_none", None), Param("rhs_axes", "shape_or_none", None)),
+    forward=lambda p, ins, aux, rt: (ins[0].expand(
+        _like_target(p, tuple(ins[0].shape), tuple(ins[1].shape))).contiguous(),),
     infer_shape=_like_shape, kernel=triton_broadcast,
     gradient=lambda g, p, ins, outs, og: [_sum_like(g, og[0], ins[0]), None],
-    cases=(Case(((3, 1), (3, 4)), no_grad_inputs=(1,)),),
-    doc="Broadcast ``lhs`` to the shape of ``rhs``."))
+    cases=(Case(((3, 1), (3, 4)), no_grad_inputs=(1,)),
+           Case(((1, 4), (5, 2)), {"lhs_axes": (0,), "rhs_axes": (0,)}, no_grad_inputs=(1,))),
+    doc="Broadcast ``lhs`` to the shape of ``rhs`` (only ``lhs_axes`` to ``rhs``'s "
+        "``rhs_axes`` when given)."))
 
 
 def _to_shape(p, shapes):
