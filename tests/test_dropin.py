@@ -226,8 +226,10 @@ def test_python_level_nd_functions():
     np.testing.assert_array_equal(op(mx.nd.ones((2,)), mx.nd.ones((2,))).asnumpy(), [3, 3])
     x = np.arange(4, dtype="float32")
     shared = mx.nd.from_numpy(x)
-    x[0] = 7
-    assert shared.asnumpy()[0] == 7
+    shared[0] = 7  # the memory is shared and now the NDArray's: numpy may only read it
+    assert x[0] == 7
+    with pytest.raises(ValueError):
+        x[1] = 0
     back = mx.nd.from_dlpack(mx.nd.to_dlpack_for_read(shared))
     assert back.asnumpy().tolist() == [7, 1, 2, 3]
     out = mx.nd.zeros((2, 2))
