@@ -294,9 +294,9 @@ class Executor:
         return _reshape(self, partial_shaping, allow_up_sizing, kwargs)
 
     def get_optimized_symbol(self):
-        """The symbol this executor runs (MXNet's graph after its passes). symgraph's passes
-        (rewrites, fusion) live in the plan and leave the symbol as written."""
-        return self._symbol
+        """The forward graph the plan runs, after graph rewrites and common subexpression
+        elimination (fusion happens later, at the level of launches)."""
+        return Symbol(self._plan.graph.heads[:len(self._plan.head_slots)])
 
     def debug_str(self, show_source: bool = False) -> str:
         """The plan: each launch with its implementation, then planned vs naive memory.

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import config, rewrite
+from . import config, cse, rewrite
 from .autodiff import Gradients, build_gradients
 from .base import NAME_TO_TORCH, MXNetError, ShapeError
 from .graph import IndexedGraph
@@ -342,6 +342,10 @@ def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
         rewritten = rewrite.apply(heads, shapes_in, dtypes_in, fwd)
         if rewritten is not heads:  # a new graph: its shapes are inferred again below
             heads, fwd = rewritten, None
+    if config.env_flag("MXNET_ELIMINATE_COMMON_EXPR", "1") != "0":
+        merged = cse.eliminate(heads)
+        if merged is not heads:
+            heads, fwd = merged, None
     fwd, fwd_values = (fwd[0], fwd[1:]) if fwd is not None else (IndexedGraph(heads), None)
     by_name = {fwd.nodes[i].name: i for i in fwd.variable_ids}
     graph, grads = _combined(heads, [by_name[n] for n in wrt], fwd)
