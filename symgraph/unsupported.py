@@ -40,8 +40,10 @@ MODULES: dict[str, str] = {
     "numpy_extension": "the NumPy-compatible interface (mx.npx) is not implemented",
     "symbol.numpy": "the NumPy-compatible symbol interface is not implemented",
     "ndarray.numpy": "the NumPy-compatible NDArray interface is not implemented",
-    "contrib": "MXNet's contrib package (amp, quantization, onnx, text, tensorrt, svrg) is "
-               "not implemented yet",
+    "contrib.tensorboard": "the TensorBoard logging callback is not provided",
+    "contrib.svrg_optimization": "SVRG optimization is not implemented",
+    "contrib.io": "contrib.io's DataLoaderIter is not implemented yet (data/tools issue)",
+    "contrib.tensorrt": "TensorRT integration needs MXNet's C++ build",
     "contrib.amp": "automatic mixed precision (contrib.amp) is not implemented yet",
     "contrib.onnx": "ONNX export/import is not implemented yet",
     "contrib.quantization": "quantization is not implemented",

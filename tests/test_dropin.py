@@ -257,3 +257,20 @@ def test_mxnet_argument_forms():
     assert not is_contiguous((slice(None), slice(1, 3)), (4, 5))
     assert is_contiguous((slice(2, 3), slice(1, 3)), (4, 5))
     assert not is_contiguous((slice(None, None, -1), slice(None)), (4, 5))
+
+
+def test_contrib_autograd_and_zipfian():
+    from symgraph.contrib import autograd as cag
+    x = mx.nd.array([1.0, 2.0])
+    grads, loss = cag.grad_and_loss(lambda v: v * v)(x)
+    np.testing.assert_array_equal(grads[0].asnumpy(), [2, 4])
+    assert mx.contrib.ndarray is mx.nd.contrib and mx.contrib.symbol is mx.sym.contrib
+    mx.random.seed(3)
+    sampled, exp_true, exp_sampled = mx.nd.contrib.rand_zipfian(mx.nd.array([3, 5]), 6, 10)
+    assert sampled.dtype == np.int64 and sampled.shape == (6,)
+    assert ((sampled.asnumpy() >= 0) & (sampled.asnumpy() < 10)).all()
+    log_range = np.log(11)
+    np.testing.assert_allclose(exp_true.asnumpy(), np.log(np.array([5, 7]) / [4, 6]) /
+                               log_range * 6, rtol=1e-6)
+    with pytest.raises(UnsupportedError, match="contrib.amp"):
+        mx.contrib.amp.init()

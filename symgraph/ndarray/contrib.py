@@ -19,3 +19,24 @@ def isinf(data):
 def isfinite(data):
     """1 where ``data`` is neither NaN nor +-inf, else 0."""
     return (data == data) * (data.abs() != float("inf"))
+
+
+def rand_zipfian(true_classes, num_sampled: int, range_max: int, ctx=None):
+    """Draw ``num_sampled`` classes from the approximately log-uniform (Zipfian)
+    distribution over ``[0, range_max)``; returns the samples (int64), the expected counts
+    of ``true_classes`` and of the samples (MXNet's candidate sampler for sampled softmax).
+    """
+    import math
+
+    from ..context import current_context
+    from .random import uniform
+    ctx = ctx or current_context()
+    log_range = math.log(range_max + 1)
+    draws = uniform(0, log_range, shape=(num_sampled,), dtype="float64", ctx=ctx)
+    sampled = (draws.exp() - 1).astype("int64") % range_max
+
+    def expected(classes):
+        c = classes.astype("float64")
+        return ((c + 2.0) / (c + 1.0)).log() / log_range * num_sampled
+
+    return sampled, expected(true_classes.as_in_context(ctx)), expected(sampled)

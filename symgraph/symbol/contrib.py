@@ -19,3 +19,19 @@ def isinf(data):
 def isfinite(data):
     """1 where ``data`` is neither NaN nor +-inf, else 0."""
     return (data == data) * (data.abs() != float("inf"))
+
+
+def rand_zipfian(true_classes, num_sampled: int, range_max: int):
+    """Symbol form of :func:`symgraph.ndarray.contrib.rand_zipfian`."""
+    import math
+
+    from .random import uniform
+    log_range = math.log(range_max + 1)
+    draws = uniform(0, log_range, shape=(num_sampled,), dtype="float64")
+    sampled = (draws.exp() - 1).astype("int64") % range_max
+
+    def expected(classes):
+        c = classes.astype("float64")
+        return ((c + 2.0) / (c + 1.0)).log() / log_range * num_sampled
+
+    return sampled, expected(true_classes), expected(sampled)
