@@ -195,3 +195,7 @@ class TqdmProgress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+# MXNet's mx.callback.save_checkpoint is mx.model's; imported last (model imports this module)
+from .model import save_checkpoint  # noqa: E402,F401

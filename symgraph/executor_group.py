@@ -38,9 +38,41 @@ def _split_input_slice(batch_size: int, work_load_list: Sequence[float]) -> list
     return slices
 
 
+def _batch_axis_of(layout: str | None) -> int:
+    """Where 'N' is in ``layout``: 0 without a layout, -1 when it has no batch axis."""
+    return 0 if layout is None else layout.find("N")
+
+
 def _batch_axis(desc) -> int:
-    layout = getattr(desc, "layout", None)
-    return layout.find("N") if layout and "N" in layout else 0
+    return _batch_axis_of(getattr(desc, "layout", None))
+
+
+def _prepare_group2ctxs(group2ctxs, n_ctx: int) -> list:
+    """One ``group2ctx`` dict (or None) per context, from MXNet's accepted forms: None, a
+    list of dicts (one per context), or a dict of group -> context or list of contexts.
+
+    >>> from symgraph.context import cpu
+    >>> _prepare_group2ctxs({'a': cpu(1), 'b': [cpu(2), cpu(3)]}, 2)
+    [{'a': cpu(1), 'b': cpu(2)}, {'a': cpu(1), 'b': cpu(3)}]
+    """
+    if group2ctxs is None:
+        return [None] * n_ctx
+    if isinstance(group2ctxs, list):
+        if len(group2ctxs) != n_ctx:
+            raise ValueError(f"length of group2ctxs should be {n_ctx}, got {len(group2ctxs)}")
+        return group2ctxs
+    if not isinstance(group2ctxs, dict):
+        raise TypeError("group2ctxs should be a list of dicts of str to Context, or a dict of "
+                        "str to a Context or a list of Contexts")
+    out = [{} for _ in range(n_ctx)]
+    for group, ctxs in group2ctxs.items():
+        ctxs = [ctxs] * n_ctx if isinstance(ctxs, Context) else list(ctxs)
+        ctxs = ctxs * n_ctx if len(ctxs) == 1 else ctxs
+        if len(ctxs) != n_ctx:
+            raise ValueError(f"length of group2ctxs[{group!r}] should be {n_ctx} or 1")
+        for i, ctx in enumerate(ctxs):
+            out[i][group] = ctx
+    return out
 
 
 def _as_pairs(descs) -> list[tuple]:
@@ -53,17 +85,28 @@ def _as_pairs(descs) -> list[tuple]:
 
 
 def _slice_shape(shape: tuple, axis: int, length: int) -> tuple:
+    if axis < 0:
+        return shape
     return shape[:axis] + (length,) + shape[axis + 1:]
 
 
 def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slices) -> None:
-    """Copy each source array's slices into the per-device targets."""
+    """Copy each source array's slices into the per-device targets (a source given as a
+    list holds one array per device already)."""
     for src, dsts, axis in zip(arrays, targets, axes):
         if isinstance(dsts, NDArray):  # one device: the whole array
             dsts[:] = src
             continue
+        if isinstance(src, (list, tuple)):  # already one array per device
+            for piece, dst in zip(src, dsts):
+                piece.copyto(dst)
+            continue
         if len(dsts) == 1 and isinstance(src, NDArray) and src._t.shape == dsts[0]._t.shape:
             dsts[0]._t.copy_(src._t)  # the whole batch into one device: a plain copy
+            continue
+        if axis < 0:  # no batch axis: every device gets all of it
+            for dst in dsts:
+                dst[:] = src
             continue
         if not isinstance(src, NDArray):
             src_np = np.asarray(src)
@@ -78,9 +121,16 @@ def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slic
                 dst[:] = NDArray(piece)
 
 
+def _narrow(t, axis: int, sl: slice):
+    """``t``'s slice ``sl`` along ``axis`` (a view); all of ``t`` when axis is -1."""
+    return t if axis < 0 else t.narrow(axis, sl.start, sl.stop - sl.start)
+
+
 def _rows(label, sl: slice, axis: int = 0):
     """``label``'s slice ``sl`` along its batch ``axis`` (a view for an NDArray); the label
-    itself when ``sl`` spans all of it."""
+    itself when ``sl`` spans all of it or it has no batch axis."""
+    if axis < 0:
+        return label
     if isinstance(label, NDArray):
         if sl.start == 0 and label._t.shape[axis] == sl.stop:
             return label
@@ -91,10 +141,11 @@ def _rows(label, sl: slice, axis: int = 0):
 
 
 def _merge_multi_context(outputs: list[list[NDArray]], axes: Sequence[int]) -> list[NDArray]:
-    """Concatenate per-device outputs along their batch axes (on the first device)."""
+    """Concatenate per-device outputs along their batch axes (on the first device); an
+    output without a batch axis (-1) is the first device's."""
     merged = []
     for parts, axis in zip(outputs, axes):
-        if len(parts) == 1:
+        if len(parts) == 1 or axis < 0:
             merged.append(parts[0])
         else:
             first = parts[0].context
@@ -104,19 +155,28 @@ def _merge_multi_context(outputs: list[list[NDArray]], axes: Sequence[int]) -> l
 
 def _grad_req(arg_names, param_names, data_names, fixed, for_training, inputs_need_grad,
               grad_req) -> dict[str, str]:
-    """MXNet's module rules: params get ``grad_req`` unless fixed, inputs only on request."""
+    """MXNet's module rules: params get ``grad_req`` unless fixed, inputs only on request;
+    a list gives one per argument; a dict overrides the defaults ('write') by name."""
     if not for_training:
-        return dict.fromkeys(arg_names, "null")
-    if isinstance(grad_req, dict):
-        return {k: grad_req.get(k, "null") for k in arg_names}
+        grad_req = "null"
+    if isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(arg_names):
+            raise ValueError(f"grad_req has {len(grad_req)} entries for {len(arg_names)} "
+                             "arguments")
+        return dict(zip(arg_names, grad_req))
+    if not isinstance(grad_req, (str, dict)):
+        raise ValueError("grad_req must be one of str, list, tuple, or dict.")
+    default = grad_req if isinstance(grad_req, str) else "write"
     reqs = {}
     for k in arg_names:
         if k in param_names:
-            reqs[k] = "null" if k in fixed else grad_req
+            reqs[k] = "null" if k in fixed else default
         elif k in data_names:
-            reqs[k] = grad_req if inputs_need_grad else "null"
+            reqs[k] = default if inputs_need_grad else "null"
         else:
             reqs[k] = "null"
+    if isinstance(grad_req, dict):
+        reqs.update(grad_req)
     return reqs
 
 
@@ -148,26 +208,36 @@ class DataParallelExecutorGroup:
         self.arg_names = [ig.nodes[i].name for i in ig.argument_ids]
         self.output_names = symbol.list_outputs()
         self.aux_names = [ig.nodes[i].name for i in ig.aux_state_ids]
+        self.output_layouts = [_batch_axis_of(symbol[i].attr("__layout__"))
+                               for i in range(len(self.output_names))]
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self.logger = logger
         self.fixed_param_names = set(fixed_param_names or ())
         self.state_names = list(state_names or ())
+        self.group2ctxs = _prepare_group2ctxs(group2ctxs, len(self.contexts))
         self._grad_req_arg = grad_req
         self.execs: list = []
         self.shared_group = shared_group
+        # per context, the non-parameter arrays (inputs, extra arguments) groups share
+        self.shared_data_arrays = shared_group.shared_data_arrays if shared_group is not None \
+            else [{} for _ in self.contexts]
         # runs of forward/backward/update over the parameters this group shares with others
         self._writes = shared_group._writes if shared_group is not None else [0]
         self.bind_exec(data_shapes, label_shapes, shared_group)
 
     # ------------------------------------------------------------ binding
     def decide_slices(self, data_shapes) -> list[slice]:
-        """Batch slices per context; every input must have one batch size."""
-        sizes = {shape[axis] for _, shape, axis, _ in data_shapes}
-        if len(sizes) != 1:
+        """Batch slices per context; every input with a batch axis must have one batch size."""
+        sizes = {shape[axis] for _, shape, axis, _ in data_shapes if axis >= 0}
+        if len(sizes) > 1:
             raise MXNetError(f"all data must have the same batch size: got {sorted(sizes)}")
-        self.batch_size = sizes.pop()
-        self.slices = _split_input_slice(self.batch_size, self.workload)
+        if sizes:
+            self.batch_size = sizes.pop()
+            self.slices = _split_input_slice(self.batch_size, self.workload)
+        else:  # no input has a batch axis: each context takes all of it
+            self.batch_size = None
+            self.slices = [slice(i, i + 1) for i in range(len(self.contexts))]
         return self.slices
 
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False) -> None:
@@ -176,33 +246,44 @@ class DataParallelExecutorGroup:
         self.label_shapes = _as_pairs(label_shapes)
         self.data_names = [d[0] for d in self.data_shapes]
         self.label_names = [d[0] for d in self.label_shapes]
+        self.data_layouts = [d[2] for d in self.data_shapes]
+        self.label_layouts = [d[2] for d in self.label_shapes]
         self.decide_slices(self.data_shapes)
-        reqs = _grad_req(self.arg_names, self.param_names, self.data_names,
-                         self.fixed_param_names, self.for_training, self.inputs_need_grad,
-                         self._grad_req_arg)
+        self.grad_req = _grad_req(self.arg_names, self.param_names, self.data_names,
+                                  self.fixed_param_names, self.for_training,
+                                  self.inputs_need_grad, self._grad_req_arg)
         old = self.execs
         execs = []
-        for i, ctx in enumerate(self.contexts):
+        for i in range(len(self.contexts)):
             shared = shared_group.execs[i] if shared_group is not None else \
                 (old[i] if old and reshape else None)
-            execs.append(self._bind_one(ctx, self.slices[i], reqs, shared))
+            execs.append(self._bind_one(i, shared))
         self.execs = execs
         self._collect_arrays()
 
-    def _bind_one(self, ctx: Context, sl: slice, reqs, shared):
+    def _bind_one(self, i: int, shared):
+        sl = self.slices[i]
         length = sl.stop - sl.start
         shapes, types = {}, {}
         for name, shape, axis, dtype in self.data_shapes + self.label_shapes:
             shapes[name] = _slice_shape(shape, axis, length)
             types[name] = dtype
-        return self.symbol.simple_bind(ctx, grad_req=reqs, type_dict=types,
-                                       shared_arg_names=self.param_names, shared_exec=shared,
-                                       **shapes)
+        buffer = self.shared_data_arrays[i]
+        before = set(buffer)
+        exe = self.symbol.simple_bind(self.contexts[i], grad_req=self.grad_req, type_dict=types,
+                                      group2ctx=self.group2ctxs[i],
+                                      shared_arg_names=self.param_names, shared_exec=shared,
+                                      shared_buffer=buffer, **shapes)
+        for name in self.param_names:  # parameters are shared through shared_exec only
+            if name not in before:
+                buffer.pop(name, None)
+        return exe
 
     def _collect_arrays(self) -> None:
         ex = self.execs
         self.data_arrays = [[e.arg_dict[n] for e in ex] for n in self.data_names]
         self.label_arrays = [[e.arg_dict[n] for e in ex] for n in self.label_names]
+        self.state_arrays = [[e.arg_dict[n] for e in ex] for n in self.state_names]
         self.param_arrays = [[e.arg_dict[n] for e in ex] for n in self.arg_names
                              if n in self.param_names]
         self.grad_arrays = [[e.grad_dict[n] for e in ex] for n in self.arg_names
@@ -273,11 +354,9 @@ class DataParallelExecutorGroup:
 
     # ------------------------------------------------------------ running
     def _load(self, data_batch) -> None:
-        axes = [d[2] for d in self.data_shapes]
-        _load_general(data_batch.data, self.data_arrays, axes, self.slices)
+        _load_general(data_batch.data, self.data_arrays, self.data_layouts, self.slices)
         if self.label_arrays and getattr(data_batch, "label", None):
-            _load_general(data_batch.label, self.label_arrays,
-                          [d[2] for d in self.label_shapes], self.slices)
+            _load_general(data_batch.label, self.label_arrays, self.label_layouts, self.slices)
 
     def forward(self, data_batch=None, is_train: bool | None = None) -> None:
         """Load ``data_batch`` (if given) into every executor's slice and run forward."""
@@ -293,26 +372,46 @@ class DataParallelExecutorGroup:
         if not self.for_training:
             raise MXNetError("re-bind with for_training=True to run backward")
         self._writes[0] += 1
+        if isinstance(out_grads, NDArray):
+            out_grads = [out_grads]
         for exe, sl in zip(self.execs, self.slices):
             grads = None
             if out_grads is not None:
-                grads = [g._t.narrow(0, sl.start, sl.stop - sl.start) for g in
-                         (out_grads if isinstance(out_grads, (list, tuple)) else [out_grads])]
-                grads = [NDArray(g.to(exe.outputs[0]._t.device)) for g in grads]
+                grads = [NDArray(_narrow(g._t, axis, sl).to(out._t.device)) for g, axis, out in
+                         zip(out_grads, self.output_layouts, exe.outputs)]
             exe.backward(out_grads=grads)
 
     def get_output_shapes(self) -> list[tuple]:
         """(name, shape) of each output for the whole batch."""
         outs = self.execs[0].outputs
-        return [(name, (self.batch_size,) + tuple(o.shape[1:]))
-                for name, o in zip(self.symbol.list_outputs(), outs)]
+        return [(name, _slice_shape(tuple(o.shape), axis, self.batch_size))
+                for name, o, axis in zip(self.output_names, outs, self.output_layouts)]
 
     def get_outputs(self, merge_multi_context: bool = True, begin: int = 0, end=None):
         """Outputs per head: merged over contexts, or a list per context."""
         end = len(self.execs[0].outputs) if end is None else end
         outputs = [[exe.outputs[i] for exe in self.execs] for i in range(begin, end)]
-        return _merge_multi_context(outputs, [0] * len(outputs)) if merge_multi_context \
-            else outputs
+        return _merge_multi_context(outputs, self.output_layouts[begin:end]) \
+            if merge_multi_context else outputs
+
+    def get_states(self, merge_multi_context: bool = True):
+        """The state arrays, one list per state name of the contexts' arrays (MXNet has no
+        merged form: ``merge_multi_context`` must be False)."""
+        if merge_multi_context:
+            raise MXNetError("merge_multi_context=True is not supported for get_states yet.")
+        return self.state_arrays
+
+    def set_states(self, states=None, value=None) -> None:
+        """Copy ``states`` (``[[state1_dev1, state1_dev2], ...]``) into the state arrays, or
+        fill them all with the scalar ``value``; exactly one of them is given."""
+        if (states is None) == (value is None):
+            raise ValueError("exactly one of states and value must be given")
+        if states is not None:
+            _load_general(states, self.state_arrays, [0] * len(states), self.slices)
+            return
+        for arrays in self.state_arrays:
+            for arr in arrays:
+                arr[:] = value
 
     def get_input_grads(self, merge_multi_context: bool = True):
         """Gradients of the data inputs (bind with inputs_need_grad=True)."""
@@ -328,7 +427,7 @@ class DataParallelExecutorGroup:
             if pre_sliced:
                 labels_slice = labels[i]
             else:
-                axes = [d[2] for d in self.label_shapes] + [0] * len(labels)
+                axes = self.label_layouts + [0] * len(labels)
                 labels_slice = [_rows(lab, sl, axis) for lab, axis in zip(labels, axes)]
             if hasattr(eval_metric, "update_dict") and self.label_names:
                 eval_metric.update_dict(dict(zip(self.label_names, labels_slice)),

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import logging
 
+from . import ndarray as nd
+from .base import mx_real_t
+from .context import cpu
 from .executor_group import DataParallelExecutorGroup as _Group
 from .executor_group import _split_input_slice
+from .io import DataDesc
 
-__all__ = ["DataParallelExecutorGroup", "DataParallelExecutorManager", "_split_input_slice"]
+__all__ = ["DataDesc", "DataParallelExecutorGroup", "DataParallelExecutorManager",
+           "_split_input_slice", "cpu", "mx_real_t", "nd"]
 
 
 def _workload(slices) -> list[int]:

@@ -60,6 +60,15 @@ class FeedForward:
         self._pred_exec = None
         self.begin_epoch = begin_epoch
 
+    def __getstate__(self) -> dict:
+        """Pickle everything but the prediction executor (rebuilt on the next predict)."""
+        state = self.__dict__.copy()
+        state["_pred_exec"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
     def _drop_extra_params(self) -> None:
         if not self.allow_extra_params:
             return

@@ -23,6 +23,12 @@ from typing import Any
 import numpy
 import torch
 
+from . import (
+    ndarray,  # noqa: F401 - MXNet's name in this module
+    registry,  # noqa: F401 - MXNet's metric module carries it
+)
+from .base import numeric_types, string_types  # noqa: F401 - MXNet's names in this module
+
 _REGISTRY: dict[str, type] = {}
 _NUMERIC = (float, int, numpy.generic)
 
@@ -426,10 +432,12 @@ class Perplexity(_Accumulating):
             assert label.size == pred.size / pred.shape[-1], \
                 f"shape mismatch: {label.shape} vs. {pred.shape}"
             label = label.reshape((label.size,))
-            index = numpy.expand_dims(label.astype("int32"), self.axis)
-            pred = numpy.take_along_axis(
-                pred.reshape(_pick_shape(pred.shape, self.axis, label.size)),
-                index.astype(numpy.int64), axis=self.axis).reshape(-1)
+            pred = pred.reshape(_pick_shape(pred.shape, self.axis, label.size))
+            # MXNet picks with mode 'clip': out-of-range labels take the nearest class
+            index = numpy.clip(label.astype("int32").astype(numpy.int64), 0,
+                               pred.shape[self.axis] - 1)
+            pred = numpy.take_along_axis(pred, numpy.expand_dims(index, self.axis),
+                                         axis=self.axis).reshape(-1)
             if self.ignore_label is not None:
                 ignore = (label == self.ignore_label).astype(pred.dtype)
                 num -= ignore.sum()

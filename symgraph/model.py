@@ -12,16 +12,31 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import config
+from . import config, io, metric
 from . import kvstore as kvs
-from .base import MXNetError
-from .context import cpu
+from . import ndarray as nd
+from . import optimizer as opt
+from . import symbol as sym
+from .base import MXNetError, mx_real_t
+from .context import Context, cpu
 from .distributed import one_writer
 from .executor_manager import DataParallelExecutorManager
+from .initializer import Uniform
+from .io import DataDesc
 from .kvstore import each_key
 from .ndarray import load as nd_load
 from .ndarray import save as nd_save
+from .optimizer import get_updater
 from .symbol import load as sym_load
+
+# MXNet's names in this module (scripts import them from here)
+__all__ = ["BatchEndParam", "Context", "DataDesc", "DataParallelExecutorManager", "FeedForward",
+           "LogValidationMetricsCallback", "SKLEARN_INSTALLED", "Uniform", "cpu",
+           "get_updater", "io", "kvs", "load_checkpoint", "load_params", "metric",
+           "mx_real_t", "nd", "opt", "save_checkpoint", "sym"]
+# MXNet's FeedForward subclasses sklearn's BaseEstimator when sklearn is installed;
+# symgraph's never does
+SKLEARN_INSTALLED = False
 
 BatchEndParam = namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
 
@@ -187,7 +202,6 @@ def _train_multi_device(symbol, ctx, arg_names, param_names, aux_names, arg_para
     manager.set_params(arg_params, aux_params)
     updater = None
     if not update_on_kvstore:
-        from .optimizer import get_updater
         updater = get_updater(optimizer)
     if kvstore:
         _initialize_kvstore(kvstore, manager.param_arrays, arg_params, manager.param_names,
@@ -275,6 +289,7 @@ def _evaluate(manager, eval_data, eval_metric, epoch, eval_batch_end_callback,
     eval_data.reset()
 
 
-from .feedforward import FeedForward  # noqa: E402 - defined after the loop it trains with
-
-__all__ = ["BatchEndParam", "FeedForward", "load_checkpoint", "load_params", "save_checkpoint"]
+# below the definitions they need: feedforward uses the training loop, and callback imports
+# save_checkpoint back from here
+from .callback import LogValidationMetricsCallback  # noqa: E402
+from .feedforward import FeedForward  # noqa: E402

@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable
 from math import sqrt
 
+from . import ndarray  # noqa: F401 - MXNet's name in this module
+from .base import py_str  # noqa: F401 - MXNet's name in this module
 from .ndarray import NDArray
 
 

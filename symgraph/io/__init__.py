@@ -6,7 +6,22 @@
 >>> [batch.pad for batch in it]
 [0, 0, 1]
 """
+from . import io, utils
+from .file_iters import CSVIter, MNISTIter
 from .io import DataBatch, DataDesc, DataIter, NDArrayIter, ResizeIter
+from .native import (
+    ImageDetRecordIter,
+    ImageRecordInt8Iter,
+    ImageRecordIter,
+    ImageRecordIter_v1,
+    ImageRecordUInt8Iter,
+    ImageRecordUInt8Iter_v1,
+    LibSVMIter,
+    MXDataIter,
+)
 from .prefetch import PrefetchingIter
 
-__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "PrefetchingIter", "ResizeIter"]
+__all__ = ["CSVIter", "DataBatch", "DataDesc", "DataIter", "ImageDetRecordIter",
+           "ImageRecordInt8Iter", "ImageRecordIter", "ImageRecordIter_v1",
+           "ImageRecordUInt8Iter", "ImageRecordUInt8Iter_v1", "LibSVMIter", "MNISTIter",
+           "MXDataIter", "NDArrayIter", "PrefetchingIter", "ResizeIter", "io", "utils"]

@@ -1,12 +1,13 @@
 """DataDesc, DataBatch, the DataIter protocol, ResizeIter and NDArrayIter (MXNet 1.9.1)."""
 from __future__ import annotations
 
-from collections import OrderedDict, namedtuple
+from collections import namedtuple
 
 import numpy as np
 import torch
 
 from ..ndarray import NDArray, array
+from .utils import _init_data
 
 
 class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
@@ -186,34 +187,6 @@ class ResizeIter(_CurrentBatchIter):
             self.current_batch = self.data_iter.next()
         self.cur += 1
         return True
-
-
-def _init_data(data, allow_empty: bool, default_name: str) -> list:
-    """``[(name, NDArray)]`` sorted by name, from an array, a list or a dict (as MXNet)."""
-    assert data is not None or allow_empty
-    if data is None:
-        data = []
-    if isinstance(data, (np.ndarray, NDArray)):
-        data = [data]
-    if isinstance(data, list):
-        if not allow_empty:
-            assert len(data) > 0
-        if len(data) == 1:
-            data = OrderedDict([(default_name, data[0])])
-        else:
-            data = OrderedDict([(f"_{i}_{default_name}", d) for i, d in enumerate(data)])
-    if not isinstance(data, dict):
-        raise TypeError("Input must be NDArray, numpy.ndarray, h5py.Dataset a list of them "
-                        "or dict with them as values")
-    data = dict(data)
-    for k, v in data.items():
-        if not isinstance(v, NDArray):
-            try:
-                data[k] = array(v)
-            except Exception as err:
-                raise TypeError(f"Invalid type '{type(v)}' for {k}, should be NDArray, "
-                                "numpy.ndarray or h5py.Dataset") from err
-    return sorted(data.items())
 
 
 def part_rows(num: int, num_parts: int, part_index: int) -> torch.Tensor:

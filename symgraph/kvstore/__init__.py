@@ -10,7 +10,10 @@ a distributed store overrides.
 """
 from __future__ import annotations
 
-from .base import KVStoreBase, create
+from . import base, kvstore, kvstore_server
+from .base import KVStoreBase, TestStore, create
 from .kvstore import KVStore, each_key
+from .kvstore_server import KVStoreServer
 
-__all__ = ["KVStore", "KVStoreBase", "create", "each_key"]
+__all__ = ["KVStore", "KVStoreBase", "KVStoreServer", "TestStore", "base", "create", "each_key",
+           "kvstore", "kvstore_server"]

@@ -5,7 +5,7 @@ import warnings
 
 from ..base import MXNetError
 
-__all__ = ["KVStoreBase", "create"]
+__all__ = ["KVStoreBase", "TestStore", "create"]
 
 
 class KVStoreBase:
@@ -96,6 +96,57 @@ class KVStoreBase:
                           stacklevel=2)
         KVStoreBase.kv_registry[name] = klass
         return klass
+
+
+@KVStoreBase.register
+class TestStore(KVStoreBase):
+    """MXNet's store for testing custom stores (``mx.kv.create('teststore')``): sums pushed
+    values on the first value's context; no optimizer, rank 0 of 1 worker.
+
+    >>> import symgraph as mx
+    >>> kv = mx.kv.create('teststore')
+    >>> outs = [mx.nd.zeros((2,)), mx.nd.zeros((2,))]
+    >>> kv.pushpull('w', [mx.nd.ones((2,)), mx.nd.ones((2,)) * 2], out=outs)
+    >>> outs[1].asnumpy()
+    array([3., 3.], dtype=float32)
+    >>> type(kv).is_capable('optimizer')
+    False
+    """
+
+    def broadcast(self, key, value, out, priority: int = 0) -> None:
+        for o in out if isinstance(out, list) else [out]:
+            o[:] = value
+
+    def pushpull(self, key, value, out=None, priority: int = 0) -> None:
+        from ..ndarray import NDArray
+        if isinstance(value, NDArray):
+            total, targets = value, [] if out is None else out
+        else:
+            ctx = value[0].context
+            total = value[0].as_in_context(ctx).copy()
+            for v in value[1:]:
+                total += v.as_in_context(ctx)
+            targets = value if out is None else out
+        for o in targets if isinstance(targets, list) else [targets]:
+            o[:] = total
+
+    @staticmethod
+    def is_capable(capability: str) -> bool:
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return False
+        raise ValueError(f"Unknown capability: {capability}")
+
+    @property
+    def type(self) -> str:
+        return "teststore"
+
+    @property
+    def rank(self) -> int:
+        return 0
+
+    @property
+    def num_workers(self) -> int:
+        return 1
 
 
 def create(name: str = "local") -> KVStoreBase:

@@ -19,6 +19,22 @@ def _metric(eval_metric):
         metric.create(eval_metric)
 
 
+def _check_input_names(symbol, names, typename: str, throw: bool, args=None) -> None:
+    """MXNet's check that every given name is an argument of ``symbol`` (``args``: its
+    argument names, when already known): a ValueError, or a warning if not ``throw``."""
+    args = symbol.list_arguments() if args is None else args
+    for name in names:
+        if name in args:
+            continue
+        candidates = [a for a in args if not a.endswith(("_weight", "_bias", "_gamma", "_beta"))]
+        msg = (f"\033[91mYou created Module with Module(..., {typename}_names={names}) but "
+               f"input with name '{name}' is not found in symbol.list_arguments(). "
+               "Did you mean one of:\n\t" + "\n\t".join(candidates) + "\033[0m")
+        if throw:
+            raise ValueError(msg)
+        warnings.warn(msg, stacklevel=3)
+
+
 class BaseModule:
     """The interface of a module: bind, init params/optimizer, forward/backward/update, fit.
 
@@ -208,8 +224,10 @@ class BaseModule:
         self.params_initialized = True
 
     def _assign_params(self, arg_params, aux_params, force_init: bool, allow_extra: bool):
-        """Copy the given values into the bound arrays (``set_params`` with allow_missing)."""
-        raise NotImplementedError
+        """Copy the given values into the bound arrays (``set_params`` with allow_missing);
+        by default through ``init_params`` without an initializer, as MXNet's BaseModule."""
+        self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                         allow_missing=True, force_init=force_init, allow_extra=allow_extra)
 
     def prepare(self, data_batch, sparse_row_id_fn=None) -> None:
         """Prepare for a batch (nothing to do for dense data)."""
@@ -218,6 +236,90 @@ class BaseModule:
     def symbol(self):
         """The module's symbol."""
         return self._symbol
+
+    # ------------------------------------------------------------ the interface (abstract)
+    @property
+    def data_names(self):
+        """Names of the data inputs."""
+        raise NotImplementedError()
+
+    @property
+    def output_names(self):
+        """Names of the outputs."""
+        raise NotImplementedError()
+
+    @property
+    def data_shapes(self):
+        """``DataDesc`` of each data input (bound modules)."""
+        raise NotImplementedError()
+
+    @property
+    def label_shapes(self):
+        """``DataDesc`` of each label input, or None without labels."""
+        raise NotImplementedError()
+
+    @property
+    def output_shapes(self):
+        """``(name, shape)`` of each output (bound modules)."""
+        raise NotImplementedError()
+
+    def get_params(self):
+        """``(arg_params, aux_params)``: dicts of name -> NDArray."""
+        raise NotImplementedError()
+
+    def init_params(self, initializer=None, arg_params=None, aux_params=None,
+                    allow_missing=False, force_init=False, allow_extra=False) -> None:
+        """Initialise the parameters and aux states."""
+        raise NotImplementedError()
+
+    def get_states(self, merge_multi_context=True):
+        """State arrays; a module without states has none (MXNet: only the unmerged form)."""
+        assert self.binded and self.params_initialized
+        assert not merge_multi_context
+        return []
+
+    def set_states(self, states=None, value=None) -> None:
+        """Set state arrays; a module without states accepts neither."""
+        assert self.binded and self.params_initialized
+        assert not states and not value
+
+    def install_monitor(self, mon) -> None:
+        """Install a :class:`~symgraph.monitor.Monitor` on the executors."""
+        raise NotImplementedError()
+
+    def forward(self, data_batch, is_train=None) -> None:
+        """Forward a batch (``is_train`` None: as bound)."""
+        raise NotImplementedError()
+
+    def backward(self, out_grads=None) -> None:
+        """Backward from the last forward (``out_grads`` for non-loss heads)."""
+        raise NotImplementedError()
+
+    def get_outputs(self, merge_multi_context=True):
+        """Outputs of the last forward."""
+        raise NotImplementedError()
+
+    def get_input_grads(self, merge_multi_context=True):
+        """Gradients of the data inputs from the last backward."""
+        raise NotImplementedError()
+
+    def update(self) -> None:
+        """Apply the optimizer to the last gradients."""
+        raise NotImplementedError()
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False) -> None:
+        """Accumulate ``eval_metric`` over the last outputs and ``labels``."""
+        raise NotImplementedError()
+
+    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
+             force_rebind=False, shared_module=None, grad_req="write") -> None:
+        """Allocate executors for these input shapes."""
+        raise NotImplementedError()
+
+    def init_optimizer(self, kvstore="local", optimizer="sgd",
+                       optimizer_params=(("learning_rate", 0.01),), force_init=False) -> None:
+        """Create the optimizer (and KVStore)."""
+        raise NotImplementedError()
 
 
 def _cpu():

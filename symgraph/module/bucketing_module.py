@@ -18,7 +18,6 @@ Beyond MXNet:
 from __future__ import annotations
 
 import logging
-import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -28,26 +27,11 @@ from ..context import cpu
 from ..distributed import one_writer
 from ..model import load_params
 from ..symbol.naming import NameManager
-from .base_module import BaseModule
+from .base_module import BaseModule, _check_input_names
 from .module import Module
 
 _MODULE_KWARGS = ("logger", "context", "work_load_list", "fixed_param_names", "state_names",
                   "group2ctxs", "compression_params")
-
-
-def _check_input_names(symbol, names, typename: str, throw: bool) -> None:
-    """MXNet's check that every given name is an argument of ``symbol``."""
-    args = symbol.list_arguments()
-    for name in names:
-        if name in args:
-            continue
-        candidates = [a for a in args if not a.endswith(("_weight", "_bias", "_gamma", "_beta"))]
-        msg = (f"\033[91mYou created Module with Module(..., {typename}_names={names}) but "
-               f"input with name '{name}' is not found in symbol.list_arguments(). "
-               "Did you mean one of:\n\t" + "\n\t".join(candidates) + "\033[0m")
-        if throw:
-            raise ValueError(msg)
-        warnings.warn(msg, stacklevel=3)
 
 
 def _storage_bytes(tensors, seen: set) -> int:

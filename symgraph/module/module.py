@@ -24,7 +24,7 @@ from ..model import (
     save_checkpoint,
 )
 from ..ndarray import zeros
-from .base_module import BaseModule
+from .base_module import BaseModule, _check_input_names
 
 
 def _names(desc_list) -> list[str]:
@@ -94,11 +94,17 @@ class Module(BaseModule):
         self._fixed_param_names = list(fixed_param_names or [])
         ig = symbol._graph()  # one walk for both name lists (bind speed)
         arg_names = [ig.nodes[i].name for i in ig.argument_ids]
+        for names, kind, throw in ((self._data_names, "data", True),
+                                   (self._label_names, "label", False),
+                                   (self._state_names, "state", True),
+                                   (self._fixed_param_names, "fixed_param", True)):
+            _check_input_names(symbol, names, kind, throw, args=arg_names)
         inputs = set(self._data_names + self._label_names + self._state_names)
         self._param_names = [n for n in arg_names if n not in inputs]
         self._aux_names = [ig.nodes[i].name for i in ig.aux_state_ids]
         self._output_names = symbol.list_outputs()
         self._compression_params = compression_params
+        self._group2ctxs = group2ctxs
         self._arg_params = self._aux_params = None
         self._params_dirty = False
         self._synced_token = None  # see _sync_params_from_devices
@@ -107,7 +113,6 @@ class Module(BaseModule):
         self._preload_opt_states = None
         self._exec_group = None
         self._data_shapes = self._label_shapes = None
-        self._bound_data_shapes = None
         self._bound_data_shapes = None
 
     # ------------------------------------------------------------ checkpoints
@@ -252,7 +257,7 @@ class Module(BaseModule):
             self._symbol, self._context, self._work_load_list, self._data_shapes,
             self._label_shapes or [], self._param_names, for_training, inputs_need_grad,
             shared_group, logger=self.logger, fixed_param_names=self._fixed_param_names,
-            grad_req=grad_req, state_names=self._state_names)
+            grad_req=grad_req, state_names=self._state_names, group2ctxs=self._group2ctxs)
         if shared_module is not None:
             self.params_initialized = True
             self._arg_params, self._aux_params = shared_module._arg_params, \
@@ -398,6 +403,16 @@ class Module(BaseModule):
         """Gradients of the inputs (bind with inputs_need_grad=True)."""
         assert self.binded and self.params_initialized and self.inputs_need_grad
         return self._exec_group.get_input_grads(merge_multi_context=merge_multi_context)
+
+    def get_states(self, merge_multi_context=True):
+        """The state arrays (``state_names``), per state a list over the contexts."""
+        assert self.binded and self.params_initialized
+        return self._exec_group.get_states(merge_multi_context=merge_multi_context)
+
+    def set_states(self, states=None, value=None) -> None:
+        """Set the state arrays from ``states`` (per state, per context) or a scalar."""
+        assert self.binded and self.params_initialized
+        self._exec_group.set_states(states, value)
 
     def update_metric(self, eval_metric, labels, pre_sliced=False) -> None:
         """Update ``eval_metric`` with the last outputs."""

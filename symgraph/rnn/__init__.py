@@ -6,6 +6,11 @@
 >>> out.infer_shape(data=(3, 2, 5))[1]
 [(3, 2, 4)]
 """
+from .. import initializer as init
+from .. import ndarray, symbol
+from ..base import numeric_types, string_types
+from ..io import DataBatch, DataDesc, DataIter
+from ..model import load_checkpoint, save_checkpoint
 from . import conv_cell, io, rnn, rnn_cell
 from .conv_cell import BaseConvRNNCell, ConvGRUCell, ConvLSTMCell, ConvRNNCell
 from .fused_cell import FusedRNNCell
@@ -26,6 +31,8 @@ from .rnn_cell import (
 )
 
 __all__ = ["BaseConvRNNCell", "BaseRNNCell", "BidirectionalCell", "BucketSentenceIter",
+           "DataBatch", "DataDesc", "DataIter", "init", "load_checkpoint", "ndarray",
+           "numeric_types", "save_checkpoint", "string_types", "symbol",
            "ConvGRUCell", "ConvLSTMCell", "ConvRNNCell", "DropoutCell", "FusedRNNCell", "GRUCell",
            "LSTMCell", "ModifierCell", "RNNCell", "RNNParams", "ResidualCell",
            "SequentialRNNCell", "ZoneoutCell", "conv_cell", "do_rnn_checkpoint",

@@ -197,9 +197,9 @@ class ConvLSTMCell(BaseConvRNNCell):
         forget_gate = symbol.Activation(gates[1], act_type='sigmoid', name=f'{name}f')
         in_transform = self._get_activation(gates[2], self._activation, name=f'{name}c')
         out_gate = symbol.Activation(gates[3], act_type='sigmoid', name=f'{name}o')
-        next_c = symbol._plus(forget_gate * states[1], in_gate * in_transform,
+        next_c = symbol._internal._plus(forget_gate * states[1], in_gate * in_transform,
                               name=f'{name}state')
-        next_h = symbol._mul(out_gate, self._get_activation(next_c, self._activation),
+        next_h = symbol._internal._mul(out_gate, self._get_activation(next_c, self._activation),
                              name=f'{name}out')
         return next_h, [next_h, next_c]
 
@@ -243,6 +243,6 @@ class ConvGRUCell(BaseConvRNNCell):
                                         name=f'{name}_z_act')
         next_h_tmp = self._get_activation(i2h + reset_gate * h2h, self._activation,
                                           name=f'{name}_h_act')
-        next_h = symbol._plus((1. - update_gate) * next_h_tmp, update_gate * states[0],
+        next_h = symbol._internal._plus((1. - update_gate) * next_h_tmp, update_gate * states[0],
                               name=f'{name}out')
         return next_h, [next_h]

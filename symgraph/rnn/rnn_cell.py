@@ -337,9 +337,9 @@ class LSTMCell(BaseRNNCell):
         forget_gate = symbol.Activation(gates[1], act_type='sigmoid', name=f'{name}f')
         in_transform = symbol.Activation(gates[2], act_type='tanh', name=f'{name}c')
         out_gate = symbol.Activation(gates[3], act_type='sigmoid', name=f'{name}o')
-        next_c = symbol._plus(forget_gate * states[1], in_gate * in_transform,
+        next_c = symbol._internal._plus(forget_gate * states[1], in_gate * in_transform,
                               name=f'{name}state')
-        next_h = symbol._mul(out_gate, symbol.Activation(next_c, act_type='tanh'),
+        next_h = symbol._internal._mul(out_gate, symbol.Activation(next_c, act_type='tanh'),
                              name=f'{name}out')
         return next_h, [next_h, next_c]
 
@@ -392,7 +392,7 @@ class GRUCell(BaseRNNCell):
                                         name=f'{name}_z_act')
         next_h_tmp = symbol.Activation(i2h + reset_gate * h2h, act_type='tanh',
                                        name=f'{name}_h_act')
-        next_h = symbol._plus((1. - update_gate) * next_h_tmp, update_gate * prev_h,
+        next_h = symbol._internal._plus((1. - update_gate) * next_h_tmp, update_gate * prev_h,
                               name=f'{name}out')
         return next_h, [next_h]
 
