@@ -58,6 +58,8 @@ def run(argv: list[str]) -> int:
     _export_bootstrap()
     alias.install()
     sys.argv = script_argv
+    if module == "pytest":  # keeps the alias ahead of pytest's import hook
+        sys.argv[1:1] = ["-p", "symgraph.alias"]
     if module is not None:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     else:

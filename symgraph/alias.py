@@ -111,6 +111,20 @@ def real_mxnet_location() -> str | None:
     return None
 
 
+def first() -> None:
+    """Put the alias finder back in front of ``sys.meta_path``: a finder inserted later
+    (pytest's assertion rewriter) would otherwise load ``symgraph/test_utils.py`` a second
+    time as ``mxnet.test_utils``, a distinct module object."""
+    finders = [f for f in sys.meta_path if isinstance(f, MXNetAliasFinder)]
+    if finders:
+        sys.meta_path[:] = finders[:1] + [f for f in sys.meta_path if f not in finders]
+
+
+def pytest_configure(config) -> None:
+    """pytest hook (``python -m symgraph run -m pytest`` loads this module as a plugin)."""
+    first()
+
+
 def install() -> ModuleType:
     """Make ``import mxnet`` (and every ``mxnet.X``) resolve to symgraph; returns the module.
 

@@ -5,14 +5,26 @@ inference, no op-name branching at step time.
 """
 from __future__ import annotations
 
+from array import array as py_array  # noqa: F401 - MXNet's executor module exports it
 from collections.abc import Callable, Mapping
 
 import numpy as np
 import torch
 
-from . import cuda_graph
+from . import cuda_graph, ndarray  # noqa: F401 - ndarray: MXNet's module attribute
 from . import random as _random
-from .base import BindError, DTypeError, MXNetError, ShapeError, dtype_name
+from .base import (  # noqa: F401 - the C-API helpers are names MXNet's module exports
+    BindError,
+    DTypeError,
+    MXNetError,
+    ShapeError,
+    c_array_buf,
+    c_handle_array,
+    c_str_array,
+    check_call,
+    dtype_name,
+    py_str,
+)
 from .context import Context, current_context
 from .graph import IndexedGraph
 from .infer import DTYPE, SHAPE
@@ -94,9 +106,9 @@ class Executor:
         self._arg_names, self._aux_names = names if names is not None else \
             (symbol.list_arguments(), symbol.list_auxiliary_states())
         self._grad_req = grad_req
-        self.arg_dict = dict(zip(self._arg_names, args))
-        self.grad_dict = dict(zip(self._arg_names, grads))  # None where grad_req is null
-        self.aux_dict = dict(zip(self._aux_names, aux))
+        self._arg_dict = dict(zip(self._arg_names, args))
+        self._grad_dict = dict(zip(self._arg_names, grads))  # None where grad_req is null
+        self._aux_dict = dict(zip(self._aux_names, aux))
         self._output_names = symbol.list_outputs()
         # replaced by the computed values at each forward; before the first one they hold
         # uninitialised memory, as MXNet's do (no page is touched: binding a bucket with a
@@ -292,6 +304,21 @@ class Executor:
                 **kwargs) -> Executor:
         """A new executor for new input shapes sharing the arrays whose shapes are unchanged."""
         return _reshape(self, partial_shaping, allow_up_sizing, kwargs)
+
+    @property
+    def arg_dict(self) -> dict[str, NDArray]:
+        """Argument arrays by name."""
+        return self._arg_dict
+
+    @property
+    def grad_dict(self) -> dict[str, NDArray | None]:
+        """Gradient arrays by argument name (None where grad_req is 'null')."""
+        return self._grad_dict
+
+    @property
+    def aux_dict(self) -> dict[str, NDArray]:
+        """Auxiliary state arrays by name."""
+        return self._aux_dict
 
     def get_optimized_symbol(self):
         """The forward graph the plan runs, after graph rewrites and common subexpression

@@ -16,6 +16,7 @@ import numbers
 
 import torch
 
+from .base import check_call, integer_types  # noqa: F401 - names MXNet's module carries
 from .context import Context, current_context
 
 # nd.random's public functions, which MXNet's mx.random re-exports

@@ -40,6 +40,8 @@ MODULES: dict[str, str] = {
     "numpy_extension": "the NumPy-compatible interface (mx.npx) is not implemented",
     "symbol.numpy": "the NumPy-compatible symbol interface is not implemented",
     "ndarray.numpy": "the NumPy-compatible NDArray interface is not implemented",
+    "ndarray.numpy_extension": "the NumPy-compatible NDArray interface is not implemented",
+    "symbol.numpy_extension": "the NumPy-compatible symbol interface is not implemented",
     "contrib.tensorboard": "the TensorBoard logging callback is not provided",
     "contrib.svrg_optimization": "SVRG optimization is not implemented",
     "contrib.io": "contrib.io's DataLoaderIter is not implemented yet (data/tools issue)",
@@ -62,7 +64,7 @@ MODULES: dict[str, str] = {
 }
 # MXNet's short names for some of them
 ALIASES = {"viz": "visualization", "np": "numpy", "npx": "numpy_extension", "th": "torch",
-           "img": "image"}
+           "img": "image", "np_symbol": "symbol.numpy"}
 
 
 class _StubMeta(type):

@@ -274,3 +274,18 @@ def test_contrib_autograd_and_zipfian():
                                log_range * 6, rtol=1e-6)
     with pytest.raises(UnsupportedError, match="contrib.amp"):
         mx.contrib.amp.init()
+
+
+def test_pytest_under_the_alias_sees_one_test_utils_module(tmp_path):
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent("""
+        import mxnet as mx
+        import mxnet.test_utils as tu
+        import symgraph.test_utils
+
+        def test_same_module():
+            assert tu is mx.test_utils is symgraph.test_utils
+    """))
+    proc = subprocess.run([sys.executable, "-m", "symgraph", "run", "-m", "pytest", "-q",
+                           "-p", "no:cacheprovider", "test_inner.py"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

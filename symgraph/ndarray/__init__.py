@@ -6,6 +6,7 @@
 array([[ 5., 14.],
        [14., 50.]], dtype=float32)
 """
+from .. import unsupported as _unsupported
 from ..ops.namespaces import module_getattr as _module_getattr
 from . import _internal, contrib, image, linalg, random, sparse  # noqa: F401 - namespaces
 from . import _internal as gen__internal  # noqa: F401 - MXNet's generated-module names
@@ -85,6 +86,10 @@ from .op import (
 )
 from .register import make_function as _make_function
 from .utils import arange, array, empty, full, ones, waitall, zeros
+
+# MXNet's NumPy-interface namespaces: stand-ins that raise when used
+np = numpy = _unsupported.module("ndarray.numpy")
+npx = numpy_extension = _unsupported.module("ndarray.numpy_extension")
 
 random_uniform = random.uniform  # MXNet 1.x's older spellings
 random_normal = random.normal

@@ -28,8 +28,6 @@ def rand_zipfian(true_classes, num_sampled: int, range_max: int, ctx=None):
     """
     import math
 
-    from ..context import current_context
-    from .random import uniform
     ctx = ctx or current_context()
     log_range = math.log(range_max + 1)
     draws = uniform(0, log_range, shape=(num_sampled,), dtype="float64", ctx=ctx)
@@ -40,3 +38,31 @@ def rand_zipfian(true_classes, num_sampled: int, range_max: int, ctx=None):
         return ((c + 2.0) / (c + 1.0)).log() / log_range * num_sampled
 
     return sampled, expected(true_classes.as_in_context(ctx)), expected(sampled)
+
+
+import symgraph as mx  # noqa: E402,F401 - names MXNet's contrib module carries
+
+from .. import ndarray  # noqa: E402,F401
+from ..context import current_context  # noqa: E402,F401
+from .random import uniform  # noqa: E402,F401
+
+
+def _operator_function(registered: str):
+    """A Python-level contrib function over an operator (raises until it is implemented)."""
+    def fn(*args, **kwargs):
+        from .register import invoke
+        return invoke(registered, args, kwargs, kwargs.pop("out", None))
+
+    fn.__name__ = fn.__qualname__ = registered.lstrip("_")
+    return fn
+
+
+adamw_update = _operator_function("_adamw_update")
+mp_adamw_update = _operator_function("_mp_adamw_update")
+multi_adamw_update = _operator_function("_multi_adamw_update")
+multi_mp_adamw_update = _operator_function("_multi_mp_adamw_update")
+multi_lamb_update = _operator_function("_multi_lamb_update")
+multi_mp_lamb_update = _operator_function("_multi_mp_lamb_update")
+cond = _operator_function("_cond")  # control flow: the operators issue
+foreach = _operator_function("_foreach")
+while_loop = _operator_function("_while_loop")

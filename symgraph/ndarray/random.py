@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numbers
 
+from ..base import numeric_types  # noqa: F401 - a name MXNet's module carries
 from ..context import Context, current_context
 from ..ops.namespaces import module_getattr as _module_getattr
 from .ndarray import NDArray

@@ -8,12 +8,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from numbers import Number
 
+from .. import unsupported as _unsupported
 from ..ops.namespaces import module_getattr as _module_getattr
 from . import _internal, contrib, image, linalg, op, random, sparse  # noqa: F401 - namespaces
+from . import _internal as gen__internal  # noqa: F401 - MXNet's generated-module names
+from . import contrib as gen_contrib  # noqa: F401
+from . import image as gen_image  # noqa: F401
+from . import linalg as gen_linalg  # noqa: F401
+from . import op as gen_op  # noqa: F401
+from . import op_api as register  # noqa: F401 - MXNet's mxnet.symbol.register
+from . import sparse as gen_sparse  # noqa: F401
 from .json_io import fromjson, load, load_json
 from .naming import AttrScope, NameManager, Prefix
 from .op_api import make_function as _make_function
 from .symbol import Group, Symbol, Variable, var
+
+# MXNet's NumPy-interface namespaces: stand-ins that raise when used
+np = numpy = _unsupported.module("symbol.numpy")
+npx = numpy_extension = _unsupported.module("symbol.numpy_extension")
 
 __all__ = ["AttrScope", "Group", "NameManager", "Prefix", "Symbol", "Variable", "arange",
            "fromjson", "full", "hypot", "load", "load_json", "maximum", "minimum", "ones", "pow",
@@ -94,6 +106,37 @@ def hypot(left, right):
     """``sqrt(left**2 + right**2)`` elementwise; either operand may be a number."""
     return _scalar_pair("hypot", left, right, ("_Hypot", "_HypotScalar", "_HypotScalar"),
                         lambda a, b: (a * a + b * b) ** 0.5)
+
+
+def eye(N, M=0, k=0, dtype=None, **kwargs) -> Symbol:  # noqa: N803 - MXNet's names
+    """An ``N x M`` matrix symbol with ones on diagonal ``k`` (op ``_eye``)."""
+    return _creation("_eye", N=N, M=M, k=k, dtype=dtype, **kwargs)
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None) -> Symbol:
+    """``num`` evenly spaced values (op ``_linspace``)."""
+    return _creation("_linspace", start=start, stop=stop, num=num, endpoint=endpoint,
+                     name=name, dtype=dtype)
+
+
+def histogram(a, bins=10, range=None, **kwargs) -> Symbol:  # noqa: A002 - MXNet's name
+    """Histogram counts and edges of ``a`` (op ``_histogram``)."""
+    from .op_api import invoke
+    if isinstance(bins, Symbol):
+        return invoke("_histogram", [a, bins], kwargs)
+    if range is None:
+        raise ValueError("null range is not supported in symbol mode")
+    return invoke("_histogram", [a], {"bin_cnt": bins, "range": range, **kwargs})
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False) -> Symbol:
+    """Split into equal sections or at the given indices (op ``_split_v2``)."""
+    from .op_api import invoke
+    if isinstance(indices_or_sections, int):
+        extra = {"sections": indices_or_sections, "indices": ()}
+    else:
+        extra = {"sections": 0, "indices": (0, *indices_or_sections)}
+    return invoke("_split_v2", [ary], {"axis": axis, "squeeze_axis": squeeze_axis, **extra})
 
 
 def _creation(op_name: str, **kwargs) -> Symbol:

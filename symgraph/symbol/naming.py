@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 
 from ..attrs import hide_keys
-from ..base import AttrError
+from ..base import AttrError, classproperty, string_types, with_metaclass  # noqa: F401
 
 _local = threading.local()
 

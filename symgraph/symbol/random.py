@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numbers
 
+from ..base import numeric_types  # noqa: F401 - a name MXNet's module carries
 from ..ops.base import get_op
 from ..ops.namespaces import module_getattr as _module_getattr
 from .op_api import invoke as _invoke

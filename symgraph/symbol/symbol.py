@@ -111,6 +111,15 @@ class Symbol:
             return f"<Symbol {self.name}>"
         return f"<Symbol group [{', '.join(n.name for n, _ in self._outputs)}]>"
 
+    def copy(self) -> Symbol:
+        """A deep copy of the graph (MXNet's ``Symbol.copy``)."""
+        return self.__deepcopy__({})
+
+    def split_v2(self, indices_or_sections, axis=0, squeeze_axis=False) -> Symbol:
+        """See ``sym.split_v2``."""
+        from . import split_v2
+        return split_v2(self, indices_or_sections, axis, squeeze_axis)
+
     def __copy__(self) -> Symbol:
         return Symbol(self._outputs)
 

@@ -84,7 +84,7 @@ def _count_tests(path: Path) -> int:
                and node.name.startswith("test_"))
 
 
-def write_mnist(folder: Path, n_train: int = 6000, n_test: int = 1000, seed: int = 0) -> None:
+def write_mnist(folder: Path, n_train: int = 6000, n_test: int = 10000, seed: int = 0) -> None:
     """Learnable synthetic MNIST in the idx ubyte format, under ``folder/data``."""
     import numpy as np
     rng = np.random.default_rng(seed)
