@@ -27,14 +27,16 @@ from math import sqrt
 import numpy as np
 import torch
 
+# ndarray, random, load, string_types and is_np_array: names MXNet's module exposes
+from . import ndarray, random, registry  # noqa: F401
 from . import random as _random
-from .ndarray import NDArray
+from .base import string_types  # noqa: F401
+from .ndarray import NDArray, load
+from .util import is_np_array  # noqa: F401
 
 __all__ = ["InitDesc", "Initializer", "register", "alias", "create", "Load", "Mixed", "Zero",
            "One", "Constant", "Uniform", "Normal", "Orthogonal", "Xavier", "MSRAPrelu",
            "Bilinear", "LSTMBias", "FusedRNN"]
-
-_REGISTRY: dict[str, type] = {}
 
 
 class InitDesc(str):
@@ -230,6 +232,9 @@ _LEGACY_RULES = [('bias', '_init_bias'), ('gamma', '_init_gamma'), ('beta', '_in
                  ('moving_avg', '_init_zero'), ('min', '_init_zero'), ('max', '_init_one')]
 
 
+_shared_register = registry.get_register_func(Initializer, "initializer")
+
+
 def register(klass: type) -> type:
     """Register an initializer class under its lowercase name (``mx.init.register``).
 
@@ -242,19 +247,28 @@ def register(klass: type) -> type:
     """
     assert issubclass(klass, Initializer), "Can only register subclass of Initializer"
     name = klass.__name__.lower()
-    if name in _REGISTRY:
+    old = registry.get_registry(Initializer).get(name)
+    if old is not None:
         warnings.warn(f"New initializer {klass.__module__}.{klass.__name__} is overriding "
-                      f"existing initializer {_REGISTRY[name].__module__}."
-                      f"{_REGISTRY[name].__name__}", UserWarning, stacklevel=2)
-    _REGISTRY[name] = klass
+                      f"existing initializer {old.__module__}.{old.__name__}", UserWarning,
+                      stacklevel=2)
+    _store(klass, name)
     return klass
+
+
+def _store(klass: type, name: str) -> None:
+    """Put ``klass`` under ``name`` in ``mx.registry``'s initializer registry (its own
+    override warning is replaced by MXNet's message above)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _shared_register(klass, name)
 
 
 def alias(*aliases: str):
     """Decorator registering a class under extra names."""
     def reg(klass):
         for name in aliases:
-            _REGISTRY[name.lower()] = klass
+            _store(klass, name.lower())
         return klass
     return reg
 
@@ -288,10 +302,11 @@ def create(*args, **kwargs) -> Initializer:
         assert not args and not kwargs
         return create(**json.loads(name))
     name = name.lower()
-    if name not in _REGISTRY:  # MXNet's registry asserts
+    known = registry.get_registry(Initializer)
+    if name not in known:  # MXNet's registry asserts
         raise AssertionError(f"{name} is not registered. "
                              "Please register with initializer.register first")
-    return _REGISTRY[name](*args, **kwargs)
+    return known[name](*args, **kwargs)
 
 
 def _bilinear(shape) -> np.ndarray:
@@ -328,7 +343,6 @@ class Load:
 
     def __init__(self, param, default_init=None, verbose: bool = False):
         if isinstance(param, str):
-            from .ndarray import load
             param = load(param)
         assert isinstance(param, dict)
         self.param = {}

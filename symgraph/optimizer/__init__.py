@@ -6,6 +6,9 @@
 >>> opt.update(0, w, g, opt.create_state(0, w)); w.asnumpy()
 array([0.95, 0.95], dtype=float32)
 """
+from ..ndarray import abs as NDabs  # noqa: N812 - MXNet's name
+from . import contrib
+from .large_batch import LARS, LBSGD
 from .optimizer import Optimizer, create, register
 from .rules import (
     FTML,
@@ -23,8 +26,9 @@ from .rules import (
     Test,
     ccSGD,
 )
+from .sgd_variants import DCASGD, SGLD
 from .updater import Updater, get_updater
 
-__all__ = ["Optimizer", "create", "register", "get_updater", "Updater", "SGD", "NAG", "Signum",
-           "Adam", "RMSProp", "AdaGrad", "AdaDelta", "Adamax", "Nadam", "Ftrl", "FTML", "LAMB",
-           "ccSGD", "Test"]
+__all__ = ["AdaDelta", "AdaGrad", "Adam", "Adamax", "DCASGD", "FTML", "Ftrl", "LARS", "LBSGD",
+           "NAG", "NDabs", "Nadam", "Optimizer", "RMSProp", "SGD", "SGLD", "Signum", "LAMB",
+           "Test", "Updater", "ccSGD", "create", "get_updater", "register", "contrib"]

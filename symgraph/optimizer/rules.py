@@ -669,23 +669,32 @@ class LAMB(Optimizer):
         t = self._index_update_count[index]
         target = master if master is not None else weight
         w = target._t.float()
-        g = _clip(self.rescale_grad * grad._t.float(), _bound(self.clip_gradient))
-        mean, var = state[0]._t, state[1]._t
-        mean.copy_(self.beta1 * mean + (1 - self.beta1) * g)
-        var.copy_(self.beta2 * var + (1 - self.beta2) * g * g)
-        m, v = mean.float(), var.float()
-        if self.bias_correction:
-            m, v = m / (1 - self.beta1 ** t), v / (1 - self.beta2 ** t)
-        step = m / (v.sqrt() + self.epsilon) + wd * w
+        step = self._direction(w, grad._t, state, t, wd)
         r1, r2 = w.norm(), step.norm()
         if self.lower_bound:
             r1 = torch.clamp(r1, min=self.lower_bound)
         if self.upper_bound:
             r1 = torch.clamp(r1, max=self.upper_bound)
         ratio = torch.where((r1 == 0) | (r2 == 0), torch.ones_like(r1), r1 / r2)
-        target._t.copy_(w - lr * ratio * step)
+        target._t.sub_(step.mul_(ratio * lr))
         if master is not None:
             weight._t.copy_(master._t)
+
+    def _direction(self, w: torch.Tensor, grad: torch.Tensor, state, t: int,
+                   wd: float) -> torch.Tensor:
+        """Update the moments in place; ``m_hat / (sqrt(v_hat) + eps) + wd*w`` (a new
+        tensor; MXNet's ``lamb_update_phase1``)."""
+        g = grad.float() * self.rescale_grad
+        bound = _bound(self.clip_gradient)
+        if bound >= 0:
+            g.clamp_(-bound, bound)
+        mean, var = state[0]._t, state[1]._t
+        mean.mul_(self.beta1).add_(g, alpha=1 - self.beta1)
+        var.mul_(self.beta2).addcmul_(g, g, value=1 - self.beta2)
+        c1, c2 = (1 - self.beta1 ** t, 1 - self.beta2 ** t) if self.bias_correction \
+            else (1.0, 1.0)
+        m, v = torch.div(mean.float(), c1), torch.div(var.float(), c2)
+        return m.div_(v.sqrt_().add_(self.epsilon)).add_(w, alpha=wd)
 
     def update(self, index, weight, grad, state):
         for args in zip(*_as_lists(index, weight, grad, state)):

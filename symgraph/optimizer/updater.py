@@ -226,6 +226,8 @@ not read: see docs/compat.md, 'Training')
         self._plans.clear()
         if optimizer is not None:
             self.optimizer = optimizer
+            # MXNet keeps the old optimizer's choice and loops forever when it had none
+            self.aggregate_updates = optimizer.aggregate_num > 0
         self.states_synced = dict.fromkeys(self.states.keys(), False)
 
     def get_states(self, dump_optimizer: bool = False) -> bytes:

@@ -1,5 +1,6 @@
 """Fused recurrent layers ``RNN``, ``LSTM`` and ``GRU``, as MXNet 1.9.1's
-``gluon/rnn/rnn_layer.py``, on the ``RNN`` operator.
+``gluon/rnn/rnn_layer.py``, on the ``RNN`` operator (``_unfuse()`` gives the equivalent
+stack of gluon cells).
 
 Each layer ``i`` and direction ``d`` (``l``, or ``r`` when bidirectional) owns
 ``{d}{i}_i2h_weight`` (gates * hidden, input width), ``{d}{i}_h2h_weight``,
@@ -38,6 +39,7 @@ from ... import ndarray, symbol
 from ...ndarray.ndarray import NDArray
 from ...symbol.symbol import Symbol
 from ..block import HybridBlock
+from . import rnn_cell
 
 __all__ = ["RNN", "LSTM", "GRU"]
 
@@ -133,9 +135,37 @@ class _RNNLayer(HybridBlock):
         raise NotImplementedError
 
     def _unfuse(self):
-        """MXNet unfuses into gluon RNN cells, which symgraph does not have yet."""
-        raise NotImplementedError("_unfuse needs mx.gluon.rnn cells (RNNCell, LSTMCell, "
-                                  "GRUCell), which symgraph does not implement yet")
+        """The layer as a ``HybridSequentialRNNCell`` of cells sharing its parameters
+        (``BidirectionalCell`` pairs when bidirectional, ``DropoutCell`` between layers)."""
+        assert not self._projection_size, "_unfuse does not support projection layer yet!"
+        assert not self._lstm_state_clip_min and not self._lstm_state_clip_max, \
+            "_unfuse does not support state clipping yet!"
+        stack = rnn_cell.HybridSequentialRNNCell(prefix=self.prefix, params=self.params)
+        with stack.name_scope():
+            ni = self._input_size
+            for i in range(self._num_layers):
+                kwargs = {'input_size': ni,
+                          'i2h_weight_initializer': self._i2h_weight_initializer,
+                          'h2h_weight_initializer': self._h2h_weight_initializer,
+                          'i2h_bias_initializer': self._i2h_bias_initializer,
+                          'h2h_bias_initializer': self._h2h_bias_initializer}
+                if self._dir == 2:
+                    stack.add(rnn_cell.BidirectionalCell(self._cell(f"l{i}_", kwargs),
+                                                         self._cell(f"r{i}_", kwargs)))
+                else:
+                    stack.add(self._cell(f"l{i}_", kwargs))
+                if self._dropout > 0 and i != self._num_layers - 1:
+                    stack.add(rnn_cell.DropoutCell(self._dropout))
+                ni = self._hidden_size * self._dir
+        return stack
+
+    def _cell(self, prefix: str, kwargs: dict):
+        """One unfused cell of this layer's mode."""
+        hidden = self._hidden_size
+        if self._mode in ("rnn_relu", "rnn_tanh"):
+            return rnn_cell.RNNCell(hidden, activation=self._mode[4:], prefix=prefix, **kwargs)
+        cls = rnn_cell.LSTMCell if self._mode == "lstm" else rnn_cell.GRUCell
+        return cls(hidden, prefix=prefix, **kwargs)
 
     def cast(self, dtype) -> None:
         super().cast(dtype)
@@ -191,7 +221,7 @@ class _RNNLayer(HybridBlock):
                  for d in ["l", "r"][:self._dir]
                  for g in gates if g != "h2r" or t != "bias"]
         flat = [F.reshape(kwargs[name], shape=(-1,)) for name in names]
-        return F._rnn_param_concat(*flat, dim=0)
+        return F._internal._rnn_param_concat(*flat, dim=0)
 
     def _forward_kernel(self, F, inputs, states, sequence_length, **kwargs):
         """Run the RNN operator; returns ``(outputs, [states...])``."""
