@@ -24,6 +24,7 @@ from .base import (  # noqa: F401 - the C-API helpers are names MXNet's module e
     check_call,
     dtype_name,
     py_str,
+    unsupported,
 )
 from .context import Context, current_context
 from .graph import IndexedGraph
@@ -397,7 +398,7 @@ def _shared_array(name, shape, dtype, shared: dict | None, ctx) -> NDArray:
 @gc_paused
 def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict=None,
                 shared_arg_names=None, shared_exec=None, shared_buffer=None,
-                shapes: dict | None = None) -> Executor:
+                shapes: dict | None = None, group2ctx: dict | None = None) -> Executor:
     """Infer shapes/dtypes, allocate every array, and bind (see :meth:`Symbol.simple_bind`)."""
     ctx = ctx or current_context()
     ig = symbol._graph()
@@ -425,7 +426,29 @@ def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict
     adonor = shared_exec.aux_dict if shared_exec is not None else {}
     aux = [adonor[n] if n in adonor and adonor[n].shape == all_shapes[n]
            else _alloc(all_shapes[n], all_types[n], ctx) for n in aux_names]
+    if group2ctx:
+        _place_groups(ig, group2ctx, ctx, dict(zip(arg_names, zip(args, grads))) |
+                      {n: (a, None) for n, a in zip(aux_names, aux)})
     return _make(symbol, ctx, args, grads, aux, reqs, (arg_names, aux_names, inferred))
+
+
+def _place_groups(ig: IndexedGraph, group2ctx: dict, ctx: Context, arrays: dict) -> None:
+    """MXNet's ``group2ctx``: the arrays of a variable in ``ctx_group`` g belong to
+    ``group2ctx[g]``. Groups on the executor's own device are labelled with their context;
+    a group on another device would need the plan to move values between devices."""
+    for i in ig.variable_ids:
+        node = ig.nodes[i]
+        group = node.attrs.get("__ctx_group__")
+        if group not in group2ctx:
+            continue
+        target = group2ctx[group]
+        if target.torch_device != ctx.torch_device:
+            raise unsupported(f"group2ctx placing {node.name!r} on {target}", "model "
+                              f"parallelism across devices is not implemented (the executor "
+                              f"runs on {ctx})")
+        for arr in arrays.get(node.name, ()):
+            if arr is not None:
+                arr._ctx = target
 
 
 def _make(symbol, ctx, args, grads, aux, reqs, known_graph=None) -> Executor:

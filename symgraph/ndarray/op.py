@@ -12,6 +12,7 @@ import torch
 from ..base import DTypeError, ShapeError
 from . import _math
 from .ndarray import NDArray
+from . import recorded as _recorded
 from .register import write_out
 
 
@@ -320,10 +321,21 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False,
 
 
 
+# functions written here whose autograd recording is the registered operator's
+_RECORDED_AS = {"concat": "Concat", "stack": "stack", "dot": "dot", "clip": "clip",
+                "reshape": "Reshape", "transpose": "transpose"}
+
+
 def _imperative(fn: Callable) -> Callable:
     """MXNet's keywords on a function written here: ``out=`` (the result is written into
-    it, and it is returned) and ``name=`` (ignored imperatively)."""
+    it, and it is returned) and ``name=`` (ignored imperatively). Under ``record()`` the
+    call runs as the registered operator, so it is differentiated."""
+    registered = _RECORDED_AS.get(fn.__name__)
+
     def call(*args, out=None, name=None, **kwargs):
+        if registered and _recorded.recording(*[a for a in args if isinstance(a, NDArray)]):
+            from .register import invoke
+            return invoke(registered, args, kwargs, out)
         result = fn(*args, **kwargs)
         return result if out is None else write_out(result, out)
 
