@@ -11,8 +11,8 @@ import torch
 
 from ..base import DTypeError, ShapeError
 from . import _math
-from .ndarray import NDArray
 from . import recorded as _recorded
+from .ndarray import NDArray
 from .register import write_out
 
 
