@@ -14,6 +14,21 @@ from . import _index, _math
 from . import recorded as _recorded
 
 
+def _accepts_out(method):
+    """MXNet's ``out=`` on a reduction method (numpy's ``np.argmax(x, axis=1)`` passes
+    ``out=None``): the result is written into ``out``, which is returned."""
+    def call(self, *args, out=None, **kwargs):
+        result = method(self, *args, **kwargs)
+        if out is None:
+            return result
+        from .register import write_out
+        return write_out(result, out)
+
+    call.__name__ = call.__qualname__ = method.__name__
+    call.__doc__, call.__wrapped__ = method.__doc__, method
+    return call
+
+
 def _box(begin, end, step) -> tuple:
     """The index of ``slice_assign``'s box (``None`` entries: whole axis / step 1)."""
     step = step or (None,) * len(begin)
@@ -548,30 +563,35 @@ class NDArray:
         return NDArray(torch.ones_like(self._t))
 
     # ----------------------------------------------------------------- reductions
+    @_accepts_out
     def sum(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Sum over ``axis`` (all axes by default); see :func:`symgraph.ndarray.sum`."""
         if _recorded.recording(self):
             return _recorded.apply("sum", [self], axis=axis, keepdims=keepdims, exclude=exclude)
         return NDArray(_math.reduce("sum", self._t, axis, bool(keepdims), bool(exclude)))
 
+    @_accepts_out
     def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Mean over ``axis``; integer arrays give a truncated integer mean."""
         if _recorded.recording(self):
             return _recorded.apply("mean", [self], axis=axis, keepdims=keepdims, exclude=exclude)
         return NDArray(_math.reduce("mean", self._t, axis, bool(keepdims), bool(exclude)))
 
+    @_accepts_out
     def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Maximum over ``axis``."""
         if _recorded.recording(self):
             return _recorded.apply("max", [self], axis=axis, keepdims=keepdims, exclude=exclude)
         return NDArray(_math.reduce("max", self._t, axis, bool(keepdims), bool(exclude)))
 
+    @_accepts_out
     def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Minimum over ``axis``."""
         if _recorded.recording(self):
             return _recorded.apply("min", [self], axis=axis, keepdims=keepdims, exclude=exclude)
         return NDArray(_math.reduce("min", self._t, axis, bool(keepdims), bool(exclude)))
 
+    @_accepts_out
     def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Product over ``axis``."""
         if _recorded.recording(self):
@@ -590,10 +610,12 @@ class NDArray:
             return _recorded.apply("norm", [self], axis=axis, keepdims=keepdims)
         return NDArray(_math.reduce("norm", self._t, axis, keepdims))
 
+    @_accepts_out
     def argmax(self, axis=None, keepdims: bool = False) -> NDArray:
         """Index of the maximum along ``axis``, in this array's dtype (float32 by default)."""
         return NDArray(_math.arg_reduce("argmax", self._t, axis, keepdims))
 
+    @_accepts_out
     def argmin(self, axis=None, keepdims: bool = False) -> NDArray:
         """Index of the minimum along ``axis``, in this array's dtype."""
         return NDArray(_math.arg_reduce("argmin", self._t, axis, keepdims))

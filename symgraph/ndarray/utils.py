@@ -106,6 +106,11 @@ def zeros(shape, ctx: Context | None = None, dtype=None, out: NDArray | None = N
     [0 0 0]
     <NDArray 3 @cpu(0)>
     """
+    stype = kwargs.get("stype")
+    if stype not in (None, "default"):
+        from ..base import unsupported
+        raise unsupported(f"nd.zeros(stype={stype!r})", "sparse storage is not implemented; "
+                          "symgraph arrays are dense")
     return _filled(shape, ctx, dtype, 0, out)
 
 
