@@ -289,3 +289,28 @@ def test_pytest_under_the_alias_sees_one_test_utils_module(tmp_path):
                            "-p", "no:cacheprovider", "test_inner.py"], capture_output=True,
                           text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_numpy_calls_reach_reductions_and_sparse_requests_raise():
+    a = mx.nd.array([[1, 5], [7, 2]])
+    assert np.argmax(a, axis=1).asnumpy().tolist() == [1, 0]  # numpy passes out=None
+    out = mx.nd.zeros((1,))
+    assert a.sum(out=out) is out and out.asscalar() == 15
+    with pytest.raises(UnsupportedError, match="sparse"):
+        mx.nd.zeros((2, 2), stype="csr")
+    with pytest.raises(UnsupportedError, match="sparse"):
+        mx.sym.var("x").simple_bind(mx.cpu(), x=(2,), stype_dict={"x": "csr"})
+
+
+def test_group2ctx_places_each_groups_arrays():
+    with mx.AttrScope(ctx_group="stage1"):
+        net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=4, name="fc1")
+    with mx.AttrScope(ctx_group="stage2"):
+        net = mx.sym.FullyConnected(net, num_hidden=2, name="fc2")
+    groups = {"stage1": mx.cpu(1), "stage2": mx.cpu(2)}
+    exe = net.simple_bind(mx.cpu(0), group2ctx=groups, data=(3, 5))
+    for name, arr in exe.arg_dict.items():
+        assert arr.context == groups["stage1" if name.startswith(("data", "fc1")) else "stage2"]
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.ones((3, 2)))
+    assert exe.grad_dict["fc2_weight"].context == mx.cpu(2)
