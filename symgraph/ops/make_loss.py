@@ -80,3 +80,15 @@ register(OpDef(
     and writes ``grad_scale / norm`` everywhere (``normalization``: null 1, batch the
     product of all but the last axis, valid the count of elements > ``valid_thresh``).
     """))
+
+
+def _make_loss_grad(g, p, ins, outs, og):
+    return [g.op("_backward_MakeLoss", outs[0], grad_scale=1.0, normalization="null")]
+
+
+register(OpDef(
+    name="make_loss", outputs=("loss",), infer_shape=unary_shape, loss=True, expr="{0}",
+    forward=lambda p, ins, aux, rt: (ins[0].clone(),), gradient=_make_loss_grad,
+    cases=(Case(((3, 4),), grad=False, loss=lambda p, ins: ins[0].sum()),),
+    doc="Use ``data`` as a loss (MXNet's parameterless ``make_loss``): the identity "
+        "forward, output named ``loss``; backward ignores the head gradient and writes ones."))
