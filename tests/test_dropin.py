@@ -314,3 +314,13 @@ def test_group2ctx_places_each_groups_arrays():
     exe.forward(is_train=True)
     exe.backward(mx.nd.ones((3, 2)))
     assert exe.grad_dict["fc2_weight"].context == mx.cpu(2)
+
+
+def test_shape_methods_record_under_autograd():
+    x = mx.nd.ones((2, 3))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = (x.transpose().flatten().expand_dims(axis=0).squeeze().reshape((-1,)) * 2)
+        z = y.clip(0, 5).sum() + mx.nd.make_loss(x).sum()
+    z.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.full((2, 3), 3.0))

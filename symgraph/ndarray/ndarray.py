@@ -14,6 +14,23 @@ from . import _index, _math
 from . import recorded as _recorded
 
 
+def _records_as(op: str, dropped: tuple[str, ...] = ("inplace",)):
+    """A method written with torch that, under ``autograd.record()``, runs as the registered
+    operator ``op`` instead (so it is differentiated); ``dropped`` keywords do not apply."""
+    def decorate(method):
+        def call(self, *args, **kwargs):
+            if _recorded.recording(self):
+                from .register import invoke
+                return invoke(op, (self, *args), {k: v for k, v in kwargs.items()
+                                                  if k not in dropped})
+            return method(self, *args, **kwargs)
+
+        call.__name__ = call.__qualname__ = method.__name__
+        call.__doc__, call.__wrapped__ = method.__doc__, method
+        return call
+    return decorate
+
+
 def _accepts_out(method):
     """MXNet's ``out=`` on a reduction method (numpy's ``np.argmax(x, axis=1)`` passes
     ``out=None``): the result is written into ``out``, which is returned."""
@@ -500,8 +517,11 @@ class NDArray:
         new = _math.infer_reshape(self.shape, shape, reverse)
         if any(d < 0 for d in new) or math.prod(new) != self.size:
             raise ShapeError(f"Cannot reshape array of size {self.size} into shape {tuple(shape)}")
+        if _recorded.recording(self):
+            return _recorded.apply("Reshape", [self], shape=tuple(new))
         return NDArray(self._t.reshape(new))
 
+    @_records_as("transpose")
     def transpose(self, *axes, **kwargs) -> NDArray:
         """A copy with permuted axes (reversed when none are given).
 
@@ -522,6 +542,7 @@ class NDArray:
                              f"of an array of shape {self.shape}")
         return NDArray(self._t.permute(perm).clone(memory_format=torch.contiguous_format))
 
+    @_records_as("Flatten")
     def flatten(self, inplace: bool = False) -> NDArray:
         """A copy (``inplace``: a view) with every axis but the first collapsed: shape
         ``(d0, d1*d2*...)``."""
@@ -531,11 +552,13 @@ class NDArray:
             return NDArray(self._t.reshape(1, 1).clone())
         return NDArray(self._t.reshape(self.shape[0], -1).clone())
 
+    @_records_as("expand_dims")
     def expand_dims(self, axis: int, inplace: bool = False) -> NDArray:
         """A copy (``inplace``: a view) with a new axis of size 1 at ``axis``."""
         out = self._t.unsqueeze(axis)
         return NDArray(out if inplace else out.clone())
 
+    @_records_as("squeeze")
     def squeeze(self, axis=None, inplace: bool = False) -> NDArray:
         """A copy (``inplace``: a view) without the size-1 axes (or only those in ``axis``)."""
         axes = [a for a in range(self.ndim) if self.shape[a] == 1] if axis is None \
@@ -546,6 +569,7 @@ class NDArray:
         out = out.reshape(1) if out.dim() == 0 else out
         return NDArray(out if inplace else out.clone())
 
+    @_records_as("broadcast_to")
     def broadcast_to(self, shape) -> NDArray:
         """A copy broadcast to ``shape`` (numpy rules; a 0 keeps this array's dim)."""
         shape = tuple(int(d) for d in shape)
@@ -626,6 +650,7 @@ class NDArray:
             return _recorded.apply(name, [self])
         return NDArray(_math.unary(name, self._t))
 
+    @_records_as("clip")
     def clip(self, a_min, a_max) -> NDArray:
         """Clamp every element into ``[a_min, a_max]``."""
         return NDArray(_math.clip(self._t, a_min, a_max))
