@@ -1,9 +1,9 @@
 """Dropout and rrelu from a counter-based RNG: Philox-4x32-10 on (element index, 64-bit seed).
 
 Element ``k`` is kept when ``u(seed, k) < 1 - p``, where ``u`` is the first Philox output
-word mapped to [0, 1) as ``tl.rand`` maps it (same constants and rounds as
-``triton.language.random``, written out here because the standard library's jitted helpers
-cannot be called under this runtime's CPU interpreter). The mask is MXNet's scaled mask:
+word mapped to [0, 1) as ``tl.rand`` maps it (``kernels/philox.py``: same constants and
+rounds as ``triton.language.random``, whose jitted helpers cannot be called under this
+runtime's CPU interpreter). The mask is MXNet's scaled mask:
 0 or ``1 / (1 - p)``; ``out = x * mask`` and the gradient is ``dy * mask``. A seed
 reproduces the mask exactly, on any grid.
 
@@ -26,6 +26,7 @@ import math
 import torch
 import triton.language as tl
 
+from .philox import philox, uniform
 from .runtime import block_for, cdiv, kernel
 from .table import KernelSpec, tensor_bytes
 
@@ -39,24 +40,10 @@ def _dropout_kernel(x, mask, out, n, seed_lo, seed_hi, keep, scale, HAS_X: tl.co
     valid = offs < n
     c0 = (offs & 0xFFFFFFFF).to(tl.uint32)
     c1 = (offs >> 32).to(tl.uint32)
-    c2 = c0 * 0
-    c3 = c0 * 0
     k0 = (offs * 0 + seed_lo).to(tl.uint32)
     k1 = (offs * 0 + seed_hi).to(tl.uint32)
-    ra = tl.full([BLOCK], 0xD2511F53, tl.uint32)
-    rb = tl.full([BLOCK], 0xCD9E8D57, tl.uint32)
-    ka = tl.full([BLOCK], 0x9E3779B9, tl.uint32)
-    kb = tl.full([BLOCK], 0xBB67AE85, tl.uint32)
-    for _ in tl.static_range(10):
-        p0, p2 = c0, c2
-        c0 = tl.math.umulhi(rb, p2) ^ c1 ^ k0
-        c2 = tl.math.umulhi(ra, p0) ^ c3 ^ k1
-        c1 = rb * p2
-        c3 = ra * p0
-        k0 = k0 + ka
-        k1 = k1 + kb
-    r = c0.to(tl.int32, bitcast=True)
-    u = tl.where(r < 0, ~r, r).to(tl.float32) * 4.6566127342e-10
+    w, _, _, _ = philox(c0, c1, c0 * 0, c0 * 0, k0, k1)
+    u = uniform(w)
     if RRELU:
         m = (keep + u * scale).to(mask.dtype.element_ty)
         tl.store(mask + offs, m, mask=valid)

@@ -15,10 +15,13 @@ True
 """
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 
 from .base import OPS, OpDef, get_op
 from .mxnet_names import MXNET_OPERATORS
+
+_BUILTINS = frozenset(vars(builtins))
 
 # namespace -> registry-name prefix of its operators
 PREFIXES = {"": "", "op": "", "_internal": "", "linalg": "_linalg_", "contrib": "_contrib_",
@@ -65,13 +68,18 @@ def module_getattr(namespace: str, module_globals: dict, make: Callable) -> Call
     """A PEP 562 ``__getattr__`` for an op namespace module: functions made on first
     access and kept in the module, so later lookups are plain attribute reads."""
     module_name = module_globals["__name__"]
+    cache: dict[str, Callable] = {}
 
     def __getattr__(name: str):
+        if name in cache:
+            return cache[name]
         from .. import ops  # noqa: F401 - fills the registry
         fn = lookup(namespace, name, make)
         if fn is None:
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
         fn.__module__ = module_name
+        if name in _BUILTINS:  # cached aside: in the module's globals ``min``, ``sum``,
+            return cache.setdefault(name, fn)  # ``round``... would shadow the builtins
         module_globals[name] = fn
         return fn
 

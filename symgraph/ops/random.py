@@ -13,9 +13,12 @@
 
 Samplers draw from the runtime's generator (``rt.generator``: one per device,
 :mod:`symgraph.random`), so ``mx.random.seed`` reproduces them. The numbers are torch's, not
-MXNet's; the distributions are the same. They compute in float32 (float64 for float64
-outputs) and round to the output dtype. As in MXNet, sampling is not differentiated: gradients
-of the parameters are zeros, and ``_shuffle`` has no gradient at all.
+MXNet's; the distributions are the same. On the Triton path (``kernel``) each launch takes a
+62-bit seed from that generator and draws from Philox (``kernels/random.py``): the same
+distributions, other numbers; densities run ``kernels/random_pdf.py``. Samplers compute in
+float32 (float64 for float64 outputs) and round to the output dtype. As in MXNet, sampling is
+not differentiated: gradients of the parameters are zeros, and ``_shuffle`` has no gradient
+at all.
 
 >>> import symgraph as mx
 >>> mx.random.seed(3)
@@ -61,6 +64,19 @@ def _check_float_input(dtype_name: str | None, op: str) -> None:
     if dtype_name is not None and dtype_name not in _FLOATS:
         raise DTypeError(f"{op}: this operation only supports floating point types, not "
                          f"{dtype_name}")
+
+
+def _seed(rt) -> int:
+    """A launch seed for a Philox kernel, drawn from the runtime's generator (as Dropout's)."""
+    gen = rt.generator
+    return int(torch.randint(0, 1 << 62, (1,), generator=gen,
+                             device=gen.device if gen is not None else "cpu"))
+
+
+def _named(fn: Callable, name: str) -> Callable:
+    """``fn`` under ``name`` (plans label a launch ``triton:<name>``)."""
+    fn.__name__ = fn.__qualname__ = name
+    return fn
 
 
 class _Source:
@@ -216,11 +232,23 @@ def _no_gradient(g, p, ins, outs, og):
     return [g.zeros(x) for x in ins]
 
 
+def _scalar_params(d: _Dist, p) -> tuple:
+    """The scalar parameters as the sampling kernel takes them: (a, b or None)."""
+    values = [p[q.name] for q in d.scalars]
+    return values[0], (values[1] if len(values) > 1 else None)
+
+
 def _random_op(d: _Dist) -> OpDef:
     def forward(p, ins, aux, rt):
         dtype = to_torch_dtype(p.dtype or "float32")
         draws = d.draw(_Source(rt, dtype), _out_shape(p), *(p[q.name] for q in d.scalars))
         return (draws.to(dtype),)
+
+    def kernel(p, ins, aux, rt):
+        from kernels.random import sample
+        dtype = to_torch_dtype(p.dtype or "float32")
+        return (sample(d.name, *_scalar_params(d, p), _out_shape(p), _seed(rt), dtype,
+                       device=rt.device),)
 
     def check(p):
         _check_dtype(p.dtype, _FLOATS)
@@ -230,7 +258,7 @@ def _random_op(d: _Dist) -> OpDef:
     return OpDef(
         name=f"_random_{d.name}", aliases=aliases, params=d.scalars + _CREATION, inputs=(),
         infer_shape=_creation_shape, infer_type=lambda p, t: ([], [p.dtype or "float32"]),
-        forward=forward, check=check,
+        forward=forward, kernel=_named(kernel, f"triton_random_{d.name}"), check=check,
         random=True, reads_out_shape=True, gradient=lambda g, p, ins, outs, og: [],
         cases=(Case((), {"shape": (3, 4), **d.example}, grad=False),
                Case((), {"shape": (5,), "dtype": "float64", **d.example}, grad=False)),
@@ -251,9 +279,17 @@ def _like_op(d: _Dist) -> OpDef:
                        *(p[q.name] for q in d.scalars))
         return (draws.to(data.dtype),)
 
+    def kernel(p, ins, aux, rt):
+        from kernels.random import sample
+        data = ins[0]
+        _check_float_input(TORCH_TO_NAME.get(data.dtype), f"_random_{d.name}_like")
+        return (sample(d.name, *_scalar_params(d, p), tuple(data.shape), _seed(rt),
+                       data.dtype, device=data.device),)
+
     return OpDef(
         name=f"_random_{d.name}_like", params=d.scalars, inputs=("data",),
-        infer_shape=unary_shape, infer_type=_like_type, forward=forward, check=d.check,
+        infer_shape=unary_shape, infer_type=_like_type, forward=forward,
+        kernel=_named(kernel, f"triton_random_{d.name}_like"), check=d.check,
         random=True, gradient=_no_gradient,
         cases=(Case(((3, 4),), dict(d.example), grad=False),),
         doc=f"Samples from the {d.name.replace('_', ' ')} distribution, shaped and typed like "
@@ -286,10 +322,17 @@ def _sample_op(d: _Dist) -> OpDef:
         params = [t.to(src.dtype).reshape(view) for t in ins]
         return (d.draw(src, lead + tuple(p.shape), *params).to(dtype),)
 
+    def kernel(p, ins, aux, rt):
+        from kernels.random import sample
+        dtype = to_torch_dtype(p.dtype or "float32")
+        return (sample(d.name, ins[0], ins[1] if len(ins) > 1 else None, tuple(p.shape),
+                       _seed(rt), dtype),)
+
     low, high = (0.1, 0.9) if d.name == "negative_binomial" else (0.5, 2.0)
     return OpDef(
         name=f"_sample_{d.name}", aliases=(f"sample_{d.name}",), params=_SAMPLE,
         inputs=d.inputs, infer_shape=_sample_shape, infer_type=_sample_type, forward=forward,
+        kernel=_named(kernel, f"triton_sample_{d.name}"),
         check=lambda p: _check_dtype(p.dtype, _FLOATS), random=True, gradient=_no_gradient,
         cases=(Case(((2, 3),) * len(d.inputs), {"shape": (4,)}, low=low, high=high,
                     grad=False),
@@ -314,6 +357,12 @@ def _randint_forward(p, ins, aux, rt):
     return (out.to(dtype),)
 
 
+def _randint_kernel(p, ins, aux, rt):
+    from kernels.random import sample
+    dtype = to_torch_dtype(p.dtype or "int32")
+    return (sample("randint", p.low, p.high, _out_shape(p), _seed(rt), dtype, device=rt.device),)
+
+
 def _randint_check(p):
     _check_dtype(p.dtype, ("int32", "int64"))
     _require(p.high > p.low, "high must be greater than low in randint "
@@ -328,6 +377,7 @@ register(OpDef(
             Param("dtype", "dtype_or_none", None, doc="Output dtype: int32 (None) or int64.")),
     inputs=(), infer_shape=_creation_shape,
     infer_type=lambda p, t: ([], [p.dtype or "int32"]), forward=_randint_forward,
+    kernel=_named(_randint_kernel, "triton_random_randint"),
     check=_randint_check, random=True, reads_out_shape=True,
     gradient=lambda g, p, ins, outs, og: [],
     cases=(Case((), {"low": -3, "high": 7, "shape": (4, 5)}, grad=False),
@@ -377,6 +427,16 @@ def _multinomial_forward(p, ins, aux, rt):
     return out, logp.reshape(out_shape).to(data.dtype)
 
 
+def _multinomial_kernel(p, ins, aux, rt):
+    """The Triton inverse-CDF search (prefix sums, then a binary search per draw)."""
+    from kernels.random import multinomial
+    data = ins[0]
+    out_shape = (tuple(data.shape[:-1]) + tuple(p.shape)) or (1,)
+    drawn = multinomial(data, math.prod(p.shape), _seed(rt), to_torch_dtype(p.dtype),
+                        p.get_prob)
+    return tuple(t.reshape(out_shape) for t in (drawn if p.get_prob else (drawn,)))
+
+
 def _multinomial_gradient(g, p, ins, outs, og):
     if not p.get_prob:
         return [g.zeros(ins[0])]
@@ -394,6 +454,12 @@ def _multinomial_backward(p, ins, aux, rt):
     return (torch.zeros_like(rows).scatter_add_(1, idx, contrib).reshape(data.shape),)
 
 
+def _multinomial_backward_kernel(p, ins, aux, rt):
+    """A Triton scatter-add (atomics) of ograd / p[class] into the drawn classes."""
+    from kernels.random import multinomial_backward
+    return (multinomial_backward(*ins),)
+
+
 register(OpDef(
     name="_sample_multinomial", aliases=("sample_multinomial",),
     params=(Param("shape", "shape", (), doc="Samples drawn from each distribution."),
@@ -403,7 +469,8 @@ register(OpDef(
                   doc="Dtype of the drawn class indices.")),
     inputs=("data",), outputs=lambda p: ["output0", "output1"] if p.get_prob else ["output"],
     infer_shape=_multinomial_shape, infer_type=_multinomial_type,
-    forward=_multinomial_forward, random=True, gradient=_multinomial_gradient,
+    forward=_multinomial_forward, kernel=_named(_multinomial_kernel, "triton_multinomial"),
+    random=True, gradient=_multinomial_gradient,
     cases=(Case(((2, 5),), {"shape": (3,), "get_prob": True}, low=0.05, high=0.4,
                 no_grad_inputs=()),
            Case(((6,),), {"dtype": "float32"}, low=0.05, high=0.3, grad=False),
@@ -416,34 +483,54 @@ register(OpDef(
     name="_backward_sample_multinomial", inputs=("ograd", "data", "sample"), hidden=True,
     infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
     infer_type=lambda p, t: (t, [t[1]]), forward=_multinomial_backward,
+    kernel=_named(_multinomial_backward_kernel, "triton_multinomial_backward"),
     doc="Gradient of ``_sample_multinomial``'s log-probabilities w.r.t. the probabilities."))
 
 
 # ------------------------------------------------------------------ unique zipfian
 
-def _zipfian_row(rt, n: int, range_max: int) -> tuple[torch.Tensor, int]:
+def _zipfian_row(draw: Callable, n: int, device) -> tuple[torch.Tensor, int]:
     """``n`` distinct classes in the order first drawn from P(c) ~ log((c + 2) / (c + 1)),
-    and how many draws that took."""
-    log_range = math.log(range_max + 1)
-    draws = torch.empty(0, dtype=torch.int64, device=rt.device)
+    and how many draws that took; ``draw(count, drawn)`` gives the next ``count`` draws."""
+    draws = torch.empty(0, dtype=torch.int64, device=device)
     chunk = 2 * n
     while True:
-        u = torch.rand(chunk, generator=rt.generator, dtype=torch.float64, device=rt.device)
-        draws = torch.cat([draws, ((u * log_range).exp() - 1).long() % range_max])
+        draws = torch.cat([draws, draw(chunk, len(draws))])
         classes, inverse = torch.unique(draws, return_inverse=True)
         if len(classes) >= n:
             break
         chunk *= 2
-    positions = torch.arange(len(draws), device=rt.device)
-    first = torch.full((len(classes),), len(draws), dtype=torch.int64, device=rt.device)
+    positions = torch.arange(len(draws), device=device)
+    first = torch.full((len(classes),), len(draws), dtype=torch.int64, device=device)
     first = first.scatter_reduce_(0, inverse, positions, "amin").sort().values[:n]
     return draws[first], int(first[-1]) + 1
 
 
 def _unique_zipfian_forward(p, ins, aux, rt):
-    rows = [_zipfian_row(rt, p.shape[1], p.range_max) for _ in range(p.shape[0])]
-    trials = torch.tensor([t for _, t in rows], dtype=torch.int64, device=rt.device)
+    log_range = math.log(p.range_max + 1)
+
+    def draw(count, drawn):
+        u = torch.rand(count, generator=rt.generator, dtype=torch.float64, device=rt.device)
+        return ((u * log_range).exp() - 1).long() % p.range_max
+    return _zipfian_rows([_zipfian_row(draw, p.shape[1], rt.device)
+                          for _ in range(p.shape[0])], rt.device)
+
+
+def _zipfian_rows(rows: list, device) -> tuple[torch.Tensor, torch.Tensor]:
+    trials = torch.tensor([t for _, t in rows], dtype=torch.int64, device=device)
     return torch.stack([r for r, _ in rows]), trials
+
+
+def _unique_zipfian_kernel(p, ins, aux, rt):
+    """Each row's draws from a Triton log-uniform kernel (one seed per row, the stream
+    continued across chunks); the first-occurrence bookkeeping stays in torch."""
+    from kernels.random import sample
+
+    def row(seed):
+        return _zipfian_row(lambda count, drawn: sample(
+            "log_uniform", p.range_max, None, (count,), seed, torch.int64, offset=drawn,
+            device=rt.device), p.shape[1], rt.device)
+    return _zipfian_rows([row(_seed(rt)) for _ in range(p.shape[0])], rt.device)
 
 
 def _unique_zipfian_check(p):
@@ -460,6 +547,7 @@ register(OpDef(
     inputs=(), outputs=("output0", "output1"),
     infer_shape=lambda p, s: ([], [tuple(p.shape), tuple(p.shape[:1])]),
     infer_type=lambda p, t: ([], ["int64", "int64"]), forward=_unique_zipfian_forward,
+    kernel=_named(_unique_zipfian_kernel, "triton_unique_zipfian"),
     check=_unique_zipfian_check, random=True, gradient=lambda g, p, ins, outs, og: [],
     cases=(Case((), {"range_max": 40, "shape": (3, 10)}, grad=False),),
     doc="Per row, ``num_sampled`` distinct classes of ``[0, range_max)`` drawn from the "
@@ -474,6 +562,12 @@ def _shuffle_forward(p, ins, aux, rt):
     return (x.index_select(0, perm),)
 
 
+def _shuffle_kernel(p, ins, aux, rt):
+    """Philox keys sorted into a permutation; the rows moved by the Triton gather."""
+    from kernels.random import shuffle
+    return (shuffle(ins[0], _seed(rt)),)
+
+
 def _shuffle_gradient(g, p, ins, outs, og):
     raise MXNetError("Operator _shuffle is non-differentiable because it didn't register "
                      "FGradient attribute.")
@@ -481,7 +575,8 @@ def _shuffle_gradient(g, p, ins, outs, og):
 
 register(OpDef(
     name="_shuffle", aliases=("shuffle",), infer_shape=unary_shape,
-    forward=_shuffle_forward, random=True, gradient=_shuffle_gradient,
+    forward=_shuffle_forward, kernel=_named(_shuffle_kernel, "triton_shuffle"), random=True,
+    gradient=_shuffle_gradient,
     cases=(Case(((5, 3),), grad=False), Case(((7,),), grad=False)),
     doc="A random permutation of ``data`` along its first axis (any dtype)."))
 
@@ -577,6 +672,22 @@ def _pdf_backward(pdf: _Pdf):
     return forward
 
 
+def _pdf_kernel(pdf: _Pdf):
+    def kernel(p, ins, aux, rt):
+        from kernels.random_pdf import pdf as launch
+        x, a, *b = ins
+        return (launch(pdf.name, x, a, b[0] if b else None, p.is_log),)
+    return _named(kernel, f"triton_pdf_{pdf.name}")
+
+
+def _pdf_backward_kernel(pdf: _Pdf):
+    def kernel(p, ins, aux, rt):
+        from kernels.random_pdf import pdf_backward
+        og, x, a, *b = ins
+        return pdf_backward(pdf.name, og, x, a, b[0] if b else None, p.is_log)
+    return _named(kernel, f"triton_pdf_{pdf.name}_backward")
+
+
 def _pdf_gradient(pdf: _Pdf):
     def gradient(g, p, ins, outs, og):
         grads = g.multi(f"_backward_pdf_{pdf.name}", og[0], *ins, is_log=p.is_log)
@@ -606,12 +717,12 @@ for _pdf in _PDFS:
         inputs=("sample",) + _pdf.params, infer_shape=_pdf_shape(_pdf),
         forward=lambda p, ins, aux, rt, _pdf=_pdf: (_pdf_value(_pdf, p.is_log, ins[0],
                                                                list(ins[1:])),),
-        gradient=_pdf_gradient(_pdf), cases=_pdf_cases(_pdf),
+        kernel=_pdf_kernel(_pdf), gradient=_pdf_gradient(_pdf), cases=_pdf_cases(_pdf),
         doc=f"The {_pdf.name.replace('_', ' ')} density (``is_log``: log-density) of each "
             "sample; the parameter arrays' shape is the leading part of the samples' shape."))
     register(OpDef(
         name=f"_backward_pdf_{_pdf.name}", params=_IS_LOG, hidden=True,
         inputs=("ograd", "sample") + _pdf.params, outputs=("sample",) + _pdf.params,
         infer_shape=lambda p, s: (s, list(s[1:])) if all(s[1:]) else None,
-        forward=_pdf_backward(_pdf),
+        forward=_pdf_backward(_pdf), kernel=_pdf_backward_kernel(_pdf),
         doc=f"Gradients of ``_random_pdf_{_pdf.name}`` w.r.t. samples and parameters."))

@@ -125,7 +125,8 @@ def multinomial(data: Symbol, shape=None, get_prob: bool = True, dtype="int32",
     with ``get_prob`` (the default for symbols) also their log-probabilities.
 
     >>> import symgraph as mx
-    >>> mx.sym.random.multinomial(mx.sym.var('p'), shape=3).list_outputs()
+    >>> with mx.name.NameManager():
+    ...     mx.sym.random.multinomial(mx.sym.var('p'), shape=3).list_outputs()
     ['_sample_multinomial0_output0', '_sample_multinomial0_output1']
     """
     return _call("_sample_multinomial", (data,),
