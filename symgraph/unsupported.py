@@ -53,8 +53,11 @@ MODULES: dict[str, str] = {
     "onnx": "ONNX export/import is not implemented yet",
     "gluon.data": "Gluon's data pipeline (Dataset, DataLoader, vision transforms) is not "
                   "implemented yet (data/tools issue)",
-    "gluon.model_zoo": "the Gluon model zoo is not provided yet",
-    "gluon.contrib": "gluon.contrib (estimator, contrib layers) is not implemented yet",
+    "gluon.contrib.estimator": "the Gluon Estimator training loop is not implemented",
+    "gluon.contrib.data": "gluon.contrib.data's samplers and text datasets are not "
+                          "implemented yet (data/tools issue)",
+    "gluon.contrib.cnn": "the deformable convolution layers need operators symgraph does "
+                         "not implement",
     "api": "MXNet's C++ FFI is not part of symgraph",
     "ndarray_doc": "documentation helpers of MXNet's generated functions are not used",
     "symbol_doc": "documentation helpers of MXNet's generated functions are not used",
