@@ -10,18 +10,44 @@ and writes the gradients of arrays marked with ``attach_grad``/:func:`mark_varia
 Parameters' gradients land straight in their grad arrays: a block's executor is bound with
 them. Values are computed when an operation is called (MXNet's imperative semantics); the
 backward never recomputes a forward. Recording state is per thread, as in MXNet.
+
+A node keeps the graph it ran, so :func:`get_symbol` composes the recording into one Symbol;
+``grad(create_graph=True)`` differentiates that Symbol as a graph and runs the gradient
+graph (which recomputes the forward inside it) as a recorded call, so gradients can be
+differentiated again.
 """
 from __future__ import annotations
 
 import threading
+from array import array  # noqa: F401 - MXNet's names
 from collections.abc import Callable, Sequence
 
 import torch
 
-from .base import MXNetError
+from .base import (  # noqa: F401 - MXNet's names
+    MXCallbackList,
+    MXNetError,
+    c_array,
+    c_array_buf,
+    c_handle_array,
+    check_call,
+    string_types,
+)
 
-__all__ = ["Function", "backward", "grad", "is_recording", "is_training", "mark_variables",
-           "pause", "predict_mode", "record", "set_recording", "set_training", "train_mode"]
+__all__ = ["Function", "backward", "get_symbol", "grad", "is_recording", "is_training",
+           "mark_variables", "pause", "predict_mode", "record", "set_recording",
+           "set_training", "train_mode"]
+
+
+def __getattr__(name: str):
+    """``NDArray`` and ``Symbol``, as MXNet's module has them (imported on first use: both
+    modules import this one)."""
+    if name == "NDArray":
+        return _array_type()
+    if name == "Symbol":
+        from .symbol.symbol import Symbol
+        return Symbol
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _State(threading.local):
@@ -107,20 +133,23 @@ class Node:
     ``finish(ran, retained)``: runs once the whole backward pass is done (``ran``: whether
     this node's backward ran in it; ``retained``: whether the graph is kept for another
     backward) — gradient merging, releasing the executor for reuse.
+    ``graph``: what :func:`get_symbol` composes, ``(symbol, input names, parameters)``
+    (parameters: name -> (data, grad or None, grad_req)), or None (a ``Function``).
     """
 
     __slots__ = ("inputs", "num_outputs", "run_backward", "finish", "freed", "where",
-                 "__weakref__")
+                 "graph", "__weakref__")
 
-    def __init__(self, inputs: Sequence, num_outputs: int,
+    def __init__(self, inputs: Sequence, num_outputs: int,  # noqa: PLR0913
                  run_backward: Callable[[list], list], where: str,
-                 finish: Callable[[bool, bool], None] | None = None):
+                 finish: Callable[[bool, bool], None] | None = None, graph: tuple | None = None):
         self.inputs = list(inputs)
         self.num_outputs = num_outputs
         self.run_backward = run_backward
         self.finish = finish
         self.freed = False
         self.where = where
+        self.graph = graph
 
 
 def is_tracked(arr) -> bool:
@@ -282,6 +311,78 @@ def backward(heads, head_grads=None, retain_graph: bool = False,
             node.run_backward = node.finish = None
 
 
+def get_symbol(x):
+    """The recorded computation of ``x`` as a Symbol: the recorded graphs composed, their
+    inputs wired to the outputs that fed them. Arrays read from outside the recording become
+    variables named ``var<N>`` (marked variables and parameters) or ``null<N>``, as MXNet
+    names them.
+
+    Examples
+    --------
+    >>> import symgraph as mx
+    >>> x = mx.nd.ones((1,))
+    >>> x.attach_grad()
+    >>> with mx.autograd.record():
+    ...     y = x * x + 2 * x
+    >>> len(get_symbol(y).list_arguments())
+    1
+    >>> get_symbol(mx.nd.ones((1,)))
+    Traceback (most recent call last):
+    ...
+    symgraph.base.MXNetError: get_symbol: the NDArray is not part of a computational graph. \
+Did you forget to turn on recording?
+    """
+    if getattr(x, "_ag_node", None) is None:
+        raise MXNetError("get_symbol: the NDArray is not part of a computational graph. Did "
+                         "you forget to turn on recording?")
+    return _recorded_symbols([x])[0][0]
+
+
+def _recorded_symbols(heads: list) -> tuple[list, dict]:
+    """The recorded computation of each head as a Symbol, and the arrays the variables stand
+    for (id(array) -> (Variable, array))."""
+    leaves: dict = {}
+    made: dict[int, list] = {}
+    for node in _order(heads):
+        made[id(node)] = _node_symbols(node, made, leaves)
+    outs = []
+    for h in heads:
+        entry = h._ag_node
+        outs.append(made[id(entry[0])][entry[1]] if entry is not None else
+                    _leaf(leaves, h, getattr(h, "_ag_grad", None) is not None))
+    return outs, leaves
+
+
+def _node_symbols(node: Node, made: dict, leaves: dict) -> list:
+    """The outputs of ``node``'s graph with its inputs substituted (a step of get_symbol)."""
+    if node.graph is None:
+        raise MXNetError(f"get_symbol: the recording holds {node.where}, a custom "
+                         "autograd.Function, which has no symbolic form")
+    symbol, names, params = node.graph
+    subs = {}
+    for name, arr in zip(names, node.inputs):
+        src = getattr(arr, "_ag_node", None)
+        subs[name] = made[id(src[0])][src[1]] if src is not None else \
+            _leaf(leaves, arr, getattr(arr, "_ag_grad", None) is not None)
+    for name in symbol.list_arguments() + symbol.list_auxiliary_states():
+        if name not in subs:
+            data, grad_arr, _ = params[name]
+            subs[name] = _leaf(leaves, data, grad_arr is not None)
+    composed = symbol(**subs)
+    return [composed[k] for k in range(node.num_outputs)]
+
+
+_LEAVES = [0]  # MXNet numbers get_symbol's variables across calls
+
+
+def _leaf(leaves: dict, arr, marked: bool):
+    if id(arr) not in leaves:
+        from .symbol import Variable
+        leaves[id(arr)] = (Variable(f"{'var' if marked else 'null'}{_LEAVES[0]}"), arr)
+        _LEAVES[0] += 1
+    return leaves[id(arr)][0]
+
+
 _PASS = [0]
 
 
@@ -311,13 +412,30 @@ def _write_leaf(var, grad: torch.Tensor) -> None:
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph: bool = False,
          train_mode: bool = True):  # noqa: FBT001 - MXNet's signature
-    """Gradients of ``heads`` with respect to ``variables``, returned (not written)."""
+    """Gradients of ``heads`` with respect to ``variables``, returned (not written): a list,
+    one per variable, even for one NDArray (as MXNet 1.9.1 returns them). With
+    ``create_graph`` they are recorded, so they can be differentiated again.
+
+    Examples
+    --------
+    >>> import symgraph as mx
+    >>> x = mx.nd.array([3.0])
+    >>> x.attach_grad()
+    >>> with mx.autograd.record():
+    ...     y = x * x * x
+    >>> dx = mx.autograd.grad(y, x, create_graph=True)[0]  # 3 x**2
+    >>> dx.asnumpy()
+    array([27.], dtype=float32)
+    >>> dx.backward()  # 6 x
+    >>> x.grad.asnumpy()
+    array([18.], dtype=float32)
+    """
     from .ndarray.ndarray import NDArray
+    variables = [variables] if isinstance(variables, NDArray) else list(variables)
+    if not variables:
+        raise AssertionError("variables cannot be an empty list.")
     if create_graph:
-        raise MXNetError("autograd.grad(create_graph=True): higher-order gradients are not "
-                         "supported (docs/compat.md)")
-    single = isinstance(variables, NDArray)
-    variables = [variables] if single else list(variables)
+        return _recorded_grad(heads, variables, head_grads, train_mode)
     saved = [(getattr(v, "_ag_grad", None), getattr(v, "_ag_req", None)) for v in variables]
     outs = [NDArray(torch.zeros_like(v._t)) for v in variables]
     for v, out in zip(variables, outs):
@@ -330,7 +448,50 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph: boo
     finally:
         for v, (g, req) in zip(variables, saved):
             v._ag_grad, v._ag_req = g, req
-    return outs[0] if single else outs
+    return outs
+
+
+def _recorded_grad(heads, variables: list, head_grads, train_mode: bool) -> list:
+    """``grad(create_graph=True)``: the gradient graph of the recorded computation (the
+    forward recomputed inside it) run as a recorded call, so its outputs can be
+    differentiated again. Random operators draw anew in the recomputed forward."""
+    from .autodiff import build_gradients
+    from .cached_graph import CachedGraph
+    from .symbol import Group, zeros_like
+    from .symbol.symbol import Symbol
+    heads, head_grads = _heads(heads, head_grads)
+    outs, leaves = _recorded_symbols(heads)
+    ig = Group(outs)._graph()
+    wanted = []
+    for k, v in enumerate(variables):
+        if id(v) not in leaves:
+            raise MXNetError(f"autograd.grad: cannot differentiate with respect to variable {k}: "
+                             "it is unreachable from the heads")
+        wanted.append(ig.node_id[id(leaves[id(v)][0]._outputs[0][0])])
+    built = build_gradients(ig, wanted)
+    _rename_created(ig, built)
+    grads = [Symbol([built.grads[n]]) if built.grads[n] is not None else
+             zeros_like(leaves[id(v)][0]) for n, v in zip(wanted, variables)]
+    symbol = Group(grads)
+    arrays = {var.name: arr for var, arr in leaves.values()}
+    for h, g, node in zip(heads, head_grads, built.head_grads):
+        arrays[node.name] = g if g is not None else _array_type()(torch.ones_like(h._t))
+    names = symbol.list_arguments()
+    aux = {n: (arrays[n], None, "null") for n in symbol.list_auxiliary_states()}
+    graph = CachedGraph(symbol, names, lambda ctx: aux, "autograd.grad(create_graph=True)")
+    inputs = [arrays[n] for n in names]
+    with _Scope(True, train_mode):
+        return graph(inputs, inputs[0].context)
+
+
+def _rename_created(ig, built) -> None:
+    """Prefix the nodes a gradient pass created with ``grad_``: differentiating the gradient
+    graph again names its nodes (and head-gradient variables) as the first pass did."""
+    from .graph import dfs_post_order
+    forward = set(map(id, ig.nodes))
+    for node in dfs_post_order([e for e in built.grads.values() if e is not None]):
+        if id(node) not in forward:
+            node.name = f"grad_{node.name}"
 
 
 class Function:

@@ -63,6 +63,32 @@ class _Slot:
         return node is not None and not node.freed
 
 
+def _release(pools: dict) -> None:
+    """A dropped graph's executors let go of their step runners, which refer back to them
+    (a cycle): their buffers are freed now, not at the next full garbage collection."""
+    for pool in pools.values():
+        for slot in pool:
+            slot.exe._graphs.clear()
+
+
+def _op_hook_adapter(symbol, callback):
+    """An executor monitor callback ``(name, array)`` calling the op hook
+    ``callback(name, op_name, array)`` with the operator of the named entry."""
+    ops = {}
+    for node in symbol._graph().nodes:
+        if node.op is None:
+            continue
+        p = node.params
+        for name in node.op.input_names(p) + node.op.aux_names(p):
+            ops[f"{node.name}_{name}"] = node.op.name
+        for k in range(node.num_outputs):
+            ops[node.output_name(k)] = node.op.name
+
+    def monitor(name: str, array) -> None:
+        callback(name.encode(), ops.get(name, "").encode(), array)
+    return monitor
+
+
 class CachedGraph:
     """``symbol`` run on NDArrays for the inputs ``input_names`` (the other arguments and
     aux states are parameters from ``params(ctx)``)."""
@@ -78,11 +104,13 @@ class CachedGraph:
             raise MXNetError(f"{where}: inputs {missing} are not arguments of the graph "
                              f"({self._arg_names})")
         self._pools: dict[tuple, list[_Slot]] = {}
+        weakref.finalize(self, _release, self._pools)
         self._uses = 0  # recorded calls so far (the oldest pending executor is reused)
         # input (shape, dtype)s that ran -> the outputs' (shape, dtype)s
         self.signatures: dict[tuple, list[tuple]] = {}
         # (params mapping, ids of its data arrays, whether any has a gradient)
         self._param_ids: tuple = (None, (), False)
+        self._op_hook: tuple | None = None  # (executor monitor callback, monitor_all)
 
     @property
     def num_outputs(self) -> int:
@@ -95,7 +123,7 @@ class CachedGraph:
         if len(inputs) != len(self.input_names):
             raise MXNetError(f"{self.where}: {len(inputs)} inputs given for "
                              f"{self.input_names}")
-        if autograd.is_recording() and config.get().defer_recorded:
+        if autograd.is_recording() and config.get().defer_recorded and self._op_hook is None:
             return deferred.call(self, inputs, ctx, autograd.is_training())
         return self.run(inputs, ctx, autograd.is_training(), self.params(ctx),
                         autograd.is_recording())
@@ -189,7 +217,19 @@ class CachedGraph:
                 raise MXNetError(f"{self.where}: no auxiliary state named {name!r}")
             aux[name] = params[name][0]
         exe = self.symbol.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
+        if self._op_hook is not None:
+            exe.set_monitor_callback(*self._op_hook)
         return exe, private
+
+    def set_op_hook(self, callback, monitor_all: bool = False) -> None:
+        """Call ``callback(node_name, op_name, array)`` (names as bytes, as MXNet's op hooks
+        get them) on every operator output — and input, with ``monitor_all`` — of the runs
+        that follow (None: stop). A hooked graph is not deferred under ``record()``."""
+        self._op_hook = None if callback is None else \
+            (_op_hook_adapter(self.symbol, callback), monitor_all)
+        for pool in self._pools.values():
+            for slot in pool:
+                slot.exe.set_monitor_callback(*(self._op_hook or (None,)))
 
     def _merge(self, slot: _Slot, params: ParamArrays, fresh: list) -> None:
         """A second executor's parameter gradients into the parameters' (after the pass);
@@ -249,7 +289,8 @@ class CachedGraph:
             if ran:
                 self._merge(slot, params, fresh)
 
-        node = autograd.Node(inputs, len(outs), run_backward, self.where, finish)
+        node = autograd.Node(inputs, len(outs), run_backward, self.where, finish,
+                             (self.symbol, self.input_names, params))
         slot.node = weakref.ref(node)  # the executor is free again once the node is gone
         autograd.attach(outs, node)
 

@@ -13,6 +13,7 @@ states twice) start a new chain after running the old one.
 """
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 
 from .autograd import is_tracked
@@ -193,7 +194,10 @@ def _composed(wiring: list, n_external: int, mask: tuple | None, parts: tuple) -
     key = (tuple((id(g), w) for g, w in wiring), n_external, mask)
     composed = _COMPOSED.get(key)
     if composed is None:
-        composed = _compose(wiring, n_external, mask) + ([(), None],)
+        # weak: a dead block's graph takes its composed graphs (and their buffers) with it
+        drop = _dropper(key)
+        composed = (_compose(wiring, n_external, mask),
+                    [weakref.ref(g, drop) for g, _ in wiring], [(), None])
         _COMPOSED[key] = composed
         while len(_COMPOSED) > _MAX_COMPOSED:
             _COMPOSED.popitem(last=False)
@@ -209,9 +213,16 @@ def _composed(wiring: list, n_external: int, mask: tuple | None, parts: tuple) -
     return composed[0], params
 
 
+def _dropper(key: tuple):
+    """A weak-reference callback forgetting the composed graph ``key``."""
+    def drop(_ref) -> None:
+        _COMPOSED.pop(key, None)
+    return drop
+
+
 def _compose(wiring: list, n_external: int, mask: tuple | None):
-    """One CachedGraph for a chain's structure (kept with the graphs it was made from);
-    outputs ``mask`` marks False pass through ``BlockGrad``."""
+    """One CachedGraph for a chain's structure; outputs ``mask`` marks False pass through
+    ``BlockGrad``."""
     from .cached_graph import CachedGraph
     from .symbol import BlockGrad, Group, Variable
     names = [f"__deferred_input{k}" for k in range(n_external)]
@@ -231,7 +242,10 @@ def _compose(wiring: list, n_external: int, mask: tuple | None):
     if mask is not None:
         flat = [s if keep else BlockGrad(s, name=f"__deferred_nograd{k}")
                 for k, (s, keep) in enumerate(zip(flat, mask))]
-    symbol = Group(flat)
-    graphs = [g for g, _ in wiring]
-    return CachedGraph(symbol, names, lambda ctx: {}, "recorded calls of " +
-                       ", ".join(g.where for g in graphs)), graphs
+    where = "recorded calls of " + ", ".join(g.where for g, _ in wiring)
+    return CachedGraph(Group(flat), names, _no_params, where)
+
+
+def _no_params(ctx) -> dict:
+    """A composed graph's parameters come with each run (``CachedGraph.run``)."""
+    return {}

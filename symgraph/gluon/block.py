@@ -1,32 +1,41 @@
-"""Gluon ``Block``, ``HybridBlock`` and ``SymbolBlock`` on symgraph's executor.
+"""Gluon ``Block`` and ``HybridBlock`` on symgraph's executor (``SymbolBlock``:
+``symbol_block.py``; ``save``/``load``: ``block_io.py``; ``summary``: ``summary.py``).
 
-A ``HybridBlock`` is always run through its graph: the first call traces
-``hybrid_forward(mx.sym, ...)`` into a Symbol (inputs ``data`` or ``data0``, ``data1``, ...,
-parameters as their ``Parameter.var()``), and every call with NDArrays runs that Symbol
-through a :class:`~symgraph.cached_graph.CachedGraph` (executors bound per context and
-input shapes, parameters bound by reference), recorded for ``autograd`` under
-``record()``. ``hybridize()`` is accepted and changes nothing. A plain ``Block`` runs its
-``forward`` in Python; its HybridBlock children run their graphs. Names, prefixes, the
-parameter files of ``save_parameters``/``export`` and the errors follow MXNet 1.9.1.
+A ``HybridBlock`` runs through its graph: the first call traces ``hybrid_forward(mx.sym,
+...)`` into a Symbol (inputs ``data`` or ``data0``, ``data1``, ..., parameters as their
+``Parameter.var()``), and every call with NDArrays runs that Symbol through a
+:class:`~symgraph.cached_graph.CachedGraph` (executors bound per context and input shapes,
+parameters bound by reference), recorded for ``autograd`` under ``record()`` — hybridized
+or not, since the results are the same. Not hybridized, it runs ``hybrid_forward`` with
+``F = mx.nd`` (MXNet's imperative mode) where a graph cannot stand in: arguments that are
+not arrays, an argument structure unlike the traced one, forward hooks below it (they see
+NDArrays, as in MXNet). ``hybridize()`` decides MXNet's hybridized-only behaviour: the
+argument checks, op hooks, what ``summary`` and ``save`` accept. A plain ``Block`` runs its
+``forward`` in Python. Names, prefixes, the parameter files of
+``save_parameters``/``export`` and the errors follow MXNet 1.9.1.
 """
 from __future__ import annotations
 
 import re
 import threading
 import warnings
-from collections import OrderedDict, defaultdict
+import weakref
+from collections import OrderedDict
 
-from .. import initializer
+from .. import initializer, ndarray, symbol  # noqa: F401 - MXNet's names
 from .. import ndarray as _nd
-from ..base import MXNetError
+from ..base import MXNetError, mx_real_t, unsupported  # noqa: F401 - MXNet's names
 from ..deferred import Pending
 from ..ndarray.ndarray import NDArray
+from ..symbol import load_json  # noqa: F401 - MXNet's names
 from ..symbol import symbol as _sym
 from ..symbol.naming import NameManager, Prefix
 from ..symbol.symbol import Symbol
+from ..util import is_np_array, np_array, np_shape  # noqa: F401 - MXNet's names
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, arrays_version
+from .utils import HOOKS_VERSION, HookDict, HookHandle
 
-__all__ = ["Block", "HybridBlock", "SymbolBlock"]
+__all__ = ["Block", "HybridBlock", "SymbolBlock"]  # noqa: F822 - SymbolBlock: __getattr__
 
 
 class _BlockScope:
@@ -35,7 +44,9 @@ class _BlockScope:
     _current = threading.local()
 
     def __init__(self, block: Block):
-        self._block = block
+        # a proxy: a block and its scope are no reference cycle, so a dropped block frees
+        # its graphs' buffers at once, not at the next full garbage collection
+        self._block = weakref.proxy(block)
         self._counter: dict[str, int] = {}
         self._old_scope = None
         self._name_scope = None
@@ -150,21 +161,10 @@ def _brief(names) -> str:
         f"{', '.join(repr(n) for n in names[-3:])}]"
 
 
-class HookHandle:
-    """Detaches a forward hook (``handle.detach()``, or as a context manager)."""
-
-    def __init__(self, hooks: OrderedDict, hook):
-        self._hooks, self._id = hooks, id(hook)
-        hooks[self._id] = hook
-
-    def detach(self) -> None:
-        self._hooks.pop(self._id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.detach()
+def _attach(hooks: HookDict, hook) -> HookHandle:
+    handle = HookHandle()
+    handle.attach(hooks, hook)
+    return handle
 
 
 # ---------------------------------------------------------------- Block
@@ -179,8 +179,8 @@ class Block:
         self._scope = _BlockScope(self)
         self._children: OrderedDict = OrderedDict()
         self._reg_params: dict[str, Parameter] = {}
-        self._forward_hooks: OrderedDict = OrderedDict()
-        self._forward_pre_hooks: OrderedDict = OrderedDict()
+        self._forward_hooks = HookDict()
+        self._forward_pre_hooks = HookDict()
 
     def __repr__(self) -> str:
         modstr = "\n".join(f"  ({key}): {_indent(repr(block), 2)}"
@@ -285,35 +285,9 @@ class Block:
                         dtype_source: str = "current") -> None:
         """Load parameters written by :meth:`save_parameters` (or, with names without dots,
         by ``collect_params().save``)."""
-        loaded = _nd.load(filename)
-        params = self._collect_params_with_prefix()
-        if not loaded and not params:
-            return
-        if not isinstance(loaded, dict):
-            raise MXNetError(f"load_parameters: {filename} holds unnamed arrays")
-        if not any("." in k for k in loaded):  # legacy: ParameterDict.save names
-            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix,
-                                       cast_dtype=cast_dtype, dtype_source=dtype_source)
-            return
-        if not allow_missing:
-            inverse = defaultdict(list)
-            for k, v in params.items():
-                inverse[id(v)].append(k)
-            for name, param in params.items():
-                if not any(p in loaded for p in inverse[id(param)]):
-                    raise AssertionError(
-                        f"Parameter '{name}' is missing in file '{filename}', which contains "
-                        f"parameters: {_brief(loaded.keys())}. Set allow_missing=True to "
-                        "ignore missing parameters.")
-        for name in loaded:
-            if not ignore_extra and name not in params:
-                raise ValueError(
-                    f"Parameter '{name}' loaded from file '{filename}' is not present in "
-                    f"ParameterDict, which contains parameters {_brief(self._params.keys())}. "
-                    "Set ignore_extra=True to ignore. ")
-            if name in params:
-                params[name]._load_init(loaded[name], ctx, cast_dtype=cast_dtype,
-                                        dtype_source=dtype_source)
+        from .block_io import load_parameters
+        load_parameters(self, filename, ctx, allow_missing, ignore_extra,
+                        (cast_dtype, dtype_source))
 
     def load_params(self, filename: str, ctx=None, allow_missing: bool = False,
                     ignore_extra: bool = False) -> None:
@@ -329,11 +303,36 @@ class Block:
 
     def register_forward_pre_hook(self, hook) -> HookHandle:
         """``hook(block, inputs)`` before every ``forward``."""
-        return HookHandle(self._forward_pre_hooks, hook)
+        return _attach(self._forward_pre_hooks, hook)
 
     def register_forward_hook(self, hook) -> HookHandle:
         """``hook(block, inputs, outputs)`` after every ``forward``."""
-        return HookHandle(self._forward_hooks, hook)
+        return _attach(self._forward_hooks, hook)
+
+    def register_op_hook(self, callback, monitor_all: bool = False) -> None:
+        """``callback(node_name, op_name, array)`` on every operator output (and input, with
+        ``monitor_all``) of the hybridized blocks below: names are ``bytes``, as MXNet
+        passes them; ``array`` is the NDArray itself (MXNet passes a raw handle)."""
+        for child in self._children.values():
+            child.register_op_hook(callback, monitor_all)
+
+    def save(self, prefix: str) -> None:
+        """Write the model structure to ``prefix-model.json`` (block names, and the graphs
+        of hybridized blocks) and the parameters to ``prefix-model.params``."""
+        from .block_io import save_model
+        save_model(self, prefix)
+
+    def load(self, prefix: str) -> None:
+        """Restore what :meth:`save` wrote into this block, created as the saved one was
+        (same classes, same order): names, hybridized graphs, parameters."""
+        from .block_io import load_model
+        load_model(self, prefix)
+
+    def summary(self, *inputs) -> None:
+        """Print each layer's output shape and parameter count for a forward on ``inputs``
+        (the block must be initialized, and not hybridized)."""
+        from .summary import summary
+        summary(self, *inputs)
 
     def apply(self, fn):
         """Apply ``fn(block)`` to every child, recursively, then to this block."""
@@ -390,6 +389,40 @@ def _context_of(args: list):
     return ctxs[0] if ctxs else None, set(ctxs)
 
 
+def _arg_kinds(args) -> tuple[bool, bool]:
+    """(any Symbol, any NDArray) among nested ``args`` (other values are ignored)."""
+    has_symbol = has_ndarray = False
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            sym, arr = _arg_kinds(a)
+            has_symbol, has_ndarray = has_symbol or sym, has_ndarray or arr
+        elif isinstance(a, NDArray):
+            has_ndarray = True
+        elif isinstance(a, Symbol):
+            has_symbol = True
+    return has_symbol, has_ndarray
+
+
+def _first_context(args):
+    for a in args:
+        ctx = _first_context(a) if isinstance(a, (list, tuple)) else \
+            (a.context if isinstance(a, NDArray) else None)
+        if ctx is not None:
+            return ctx
+    return None
+
+
+def _format_compatible(stored, fmt) -> bool:
+    """Whether a call structured ``fmt`` may run a graph traced for ``stored``: equal, or
+    differing only by trailing ``None`` arguments (defaults), as MXNet allows."""
+    if fmt == stored:
+        return True
+    if not isinstance(stored, list) or not isinstance(fmt, list):
+        return False
+    short, long_ = (fmt, stored) if len(fmt) < len(stored) else (stored, fmt)
+    return long_[:len(short)] == short and all(f == -1 for f in long_[len(short):])
+
+
 def _forward_runs_graph(cls) -> bool:
     """Whether ``cls.forward``, for plain arrays structured as traced, just runs the graph:
     it is HybridBlock's, or its defining class sets ``_forward_runs_graph = True`` (an
@@ -398,20 +431,42 @@ def _forward_runs_graph(cls) -> bool:
     return owner is HybridBlock or owner.__dict__.get("_forward_runs_graph", False)
 
 
+def _hooked_below(block: Block) -> bool:
+    """Whether a block below ``block`` has forward hooks."""
+    for child in block._children.values():
+        if child._forward_hooks or child._forward_pre_hooks or _hooked_below(child):
+            return True
+    return False
+
+
 class HybridBlock(Block):
     """A Block whose ``hybrid_forward(F, x, ...)`` is traced once into a Symbol and run
-    through bound executors."""
+    through bound executors.
+
+    Not hybridized, it runs ``hybrid_forward`` with ``F = mx.nd`` (MXNet's imperative
+    mode) where the graph cannot stand in for it: arguments that are not arrays (scalars),
+    an argument structure unlike the traced one, or forward hooks on blocks below it
+    (which then see NDArrays, as in MXNet)."""
+
+    _op_hooks_always = False  # op hooks run only when hybridized, as in MXNet
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
         self._cached_graph: tuple = ()
         self._cached_op = None
-        self._cached_op_params: list[Parameter] = []
-        self._param_cache: tuple | None = None  # ((ctx, arrays_version), arrays)
+        self._cached_op_params: list[tuple[str, Parameter]] = []
         self._fast_call = False  # see __call__
+        self._hooks_clear = -1  # HOOKS_VERSION at which no hook concerned the fast path
         self._in_format = None
         self._out_format = None
         self._active = False
+        # the graph was traced for shape/type inference, where MXNet traces unhybridized
+        # blocks too (``Block.save`` then stores it, as MXNet's does)
+        self._inferred = False
+        self._backend = None
+        self._flags: list = []
+        self._callback = None
+        self._monitor_all = False
 
     def __setattr__(self, name: str, value) -> None:
         super().__setattr__(name, value)
@@ -426,22 +481,66 @@ class HybridBlock(Block):
         super().register_child(block, name)
         self._clear_cached_op()
 
-    def hybridize(self, active: bool = True, **kwargs) -> None:
+    def hybridize(self, active: bool = True, backend=None, clear: bool = True,  # noqa: PLR0913
+                  static_alloc: bool = False, static_shape: bool = False, inline_limit: int = 2,
+                  forward_bulk_size=None, backward_bulk_size=None, **kwargs) -> None:
+        """Turn hybridization on or off, recursively. A hybridized block always runs its
+        graph; the memory flags are recorded (symgraph's executors plan memory anyway)."""
+        if backend is not None:
+            raise unsupported(f"HybridBlock.hybridize(backend={backend!r})",
+                              "MXNet's subgraph backends (partitioning) do not exist in symgraph")
+        if kwargs:
+            self._backend_opts = kwargs
         self._active = active
-        super().hybridize(active, **kwargs)
+        self._flags = [("static_alloc", static_alloc), ("static_shape", static_shape),
+                       ("inline_limit", inline_limit)]
+        if clear:
+            self._clear_cached_op()
+        if (active and self._forward_hooks) or self._forward_pre_hooks:
+            warnings.warn(f'"{self}" is being hybridized while still having forward hook/pre-hook. '
+                          f'If "{self}" is a child of HybridBlock, the hooks will not take effect.',
+                          stacklevel=2)
+        super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape,
+                          inline_limit=inline_limit, forward_bulk_size=forward_bulk_size,
+                          backward_bulk_size=backward_bulk_size)
+
+    def optimize_for(self, x, *args, backend=None, clear: bool = False,  # noqa: PLR0913
+                     static_alloc: bool = False, static_shape: bool = False,
+                     inline_limit: int = 2, forward_bulk_size=None, backward_bulk_size=None,
+                     **kwargs) -> None:
+        """Partition the graph for a subgraph ``backend``: none exists in symgraph, so a
+        named backend raises ``UnsupportedError`` (no backend: ``ValueError``, as MXNet)."""
+        if not backend:
+            raise ValueError('Must specify "backend" to optimize_for')
+        raise unsupported(f"HybridBlock.optimize_for(backend={backend!r})",
+                          "MXNet's subgraph backends (partitioning) do not exist in symgraph")
+
+    def register_op_hook(self, callback, monitor_all: bool = False) -> None:
+        """Install ``callback`` on this block and its children (MXNet's reach); it runs on
+        the operators of a hybridized block's graph. See :meth:`Block.register_op_hook`."""
+        for block in [self, *self._children.values()]:
+            block._callback, block._monitor_all = callback, monitor_all
+            if isinstance(block, HybridBlock):
+                block._install_op_hook()
+
+    def _install_op_hook(self) -> None:
+        if self._cached_op is not None:
+            wanted = self._active or self._op_hooks_always
+            self._cached_op.set_op_hook(self._callback if wanted else None, self._monitor_all)
 
     def _clear_cached_op(self) -> None:
         self._cached_graph = ()
+        self._inferred = False
         self._cached_op = None
-        self._param_cache = None
         self._fast_call = False
+        self._hooks_clear = -1
 
     def __call__(self, *args):
         """A traced block called on arrays goes straight to its graph (the checks of
         ``forward`` ran on the first call); anything else takes the general path."""
         op = self._cached_op
-        if op is not None and self._fast_call and len(args) == len(self._in_format) and \
-                not self._forward_pre_hooks and not self._forward_hooks:
+        if op is not None and self._fast_call and self._hooks_clear == HOOKS_VERSION[0] and \
+                len(args) == len(self._in_format):
             for a in args:
                 if type(a) not in _ARRAYS:
                     break
@@ -456,6 +555,17 @@ class HybridBlock(Block):
                         fmt = self._out_format
                         return outs[0] if fmt == 0 else _regroup(outs, fmt)
         return super().__call__(*args)
+
+    def _hooks_allow_graph(self) -> bool:
+        """Whether no forward hook needs this call off the fast path: none of its own, and
+        (not hybridized) none below, whose blocks must then see NDArrays."""
+        version = HOOKS_VERSION[0]
+        if self._hooks_clear == version:
+            return True
+        below = not self._active and _hooked_below(self)
+        if not (below or self._forward_hooks or self._forward_pre_hooks):
+            self._hooks_clear = version
+        return not below
 
     def cast(self, dtype) -> None:
         self._clear_cached_op()
@@ -488,6 +598,7 @@ class HybridBlock(Block):
 
     def _infer_attrs(self, infer_fn: str, attr: str, *args) -> None:
         inputs, out = self._get_graph(*args)
+        self._inferred = True
         flat = [a for a in _flatten(args, "input")[0] if a is not None]
         given = {i.name: getattr(a, attr) for i, a in zip(inputs, flat)}
         if attr == "dtype":
@@ -497,9 +608,11 @@ class HybridBlock(Block):
             raise ValueError(f"cannot infer the {attr} of every parameter from inputs {given}")
         values = dict(zip(out.list_arguments(), arg_attrs))
         values.update(zip(out.list_auxiliary_states(), aux_attrs))
-        for p in self.collect_params().values():
-            if p.name in values:
-                setattr(p, attr, values[p.name])
+        for name, p in self.collect_params().items():
+            for key in (name, p.name):  # as ``load`` renamed it, or as named
+                if key in values:
+                    setattr(p, attr, values[key])
+                    break
 
     def infer_shape(self, *args) -> None:
         """Infer the shapes of the parameters from inputs."""
@@ -521,42 +634,34 @@ class HybridBlock(Block):
         from ..cached_graph import CachedGraph
         inputs, out = self._get_graph(*args)
         names = [i.name for i in inputs]
-        by_name = {p.name: p for p in self.collect_params().values()}
+        # a graph names parameters as they are named, or as ``load`` renamed their keys
+        params = self.collect_params()
+        by_name = {p.name: p for p in params.values()}
+        by_name.update(params.items())
         wanted = [n for n in out.list_arguments() + out.list_auxiliary_states()
                   if n not in names]
         missing = [n for n in wanted if n not in by_name]
         if missing:
             raise MXNetError(f"{self.name}: the graph reads {missing}, which are neither "
                              "inputs nor parameters of this block")
-        self._cached_op_params = [by_name[n] for n in wanted]
-        self._param_cache = None
-        self._cached_op = CachedGraph(out, names, self._param_arrays, f"block {self.name}")
+        self._cached_op_params = [(n, by_name[n]) for n in wanted]
+        # the graph reads its parameters through an object that does not refer to the block:
+        # no reference cycle, so a dropped block frees its graphs' buffers at once
+        self._cached_op = CachedGraph(out, names, _ParamArrays(self._cached_op_params),
+                                      f"block {self.name}")
+        self._install_op_hook()
         # plain array arguments, and ``forward`` only runs the graph: calls may skip to it
         self._fast_call = _forward_runs_graph(type(self)) and \
             isinstance(self._in_format, list) and all(f == 0 for f in self._in_format)
-
-    def _param_arrays(self, ctx) -> dict:
-        """name -> (data, grad or None, grad_req) on ``ctx``; kept until any parameter's
-        arrays change (``arrays_version``), so a training step does not look them up."""
-        key = (ctx, arrays_version())
-        kept = self._param_cache
-        if kept is not None and kept[0] == key:
-            return kept[1]
-        out = {}
-        for p in self._cached_op_params:
-            req = p.grad_req
-            out[p.name] = (p.data(ctx), None if req == "null" else p.grad(ctx), req)
-        self._param_cache = (key, out)
-        return out
 
     def _call_cached_op(self, *args):
         if self._cached_op is None:
             self._build_cache(*args)
         flat, fmt = _flatten_inputs(args)
-        if fmt != self._in_format:
+        if fmt != self._in_format and not _format_compatible(self._in_format, fmt):
             raise ValueError("The argument structure of HybridBlock does not match the cached "
-                             f"version. Stored format = {fmt}, input format = "
-                             f"{self._in_format}")
+                             f"version. Stored format = {self._in_format}, input format = "
+                             f"{fmt}")
         flat = [a for a in flat if a is not None]
         ctx, ctxs = _context_of(flat)
         if len(ctxs) > 1:
@@ -568,32 +673,61 @@ class HybridBlock(Block):
             outs = self._cached_op(flat, ctx)
         except DeferredInitializationError:
             self._deferred_infer_shape(*args)
-            for p in self._cached_op_params:
+            for _, p in self._cached_op_params:
                 p._finish_deferred_init()
             outs = self._cached_op(flat, ctx)
         return _regroup(outs, self._out_format)
 
     def forward(self, x, *args):
-        """Run the graph on NDArrays, or build the symbolic graph on Symbols."""
-        if type(x) in _ARRAYS and all(type(a) in _ARRAYS for a in args):
+        """Run the graph on NDArrays (or, see the class, ``hybrid_forward`` with ``F`` =
+        ``mx.nd``), or build the symbolic graph on Symbols."""
+        if type(x) in _ARRAYS and all(type(a) in _ARRAYS for a in args) and \
+                self._hooks_allow_graph() and (self._active or not self._cached_graph or
+                                               _format_compatible(self._in_format,
+                                                                  [0] * (1 + len(args)))):
             return self._call_cached_op(x, *args)
-        flat = _flatten([x] + list(args), "input")[0]
-        has_symbol = any(isinstance(a, Symbol) for a in flat)
-        has_ndarray = any(isinstance(a, NDArray) for a in flat)
+        has_symbol, has_ndarray = _arg_kinds((x,) + args)
         if has_symbol and has_ndarray:
             raise ValueError("In HybridBlock, we do not support mixed NDArrays and Symbols types "
                              "for the input. Please check the type of the args.\n")
         if not has_symbol and not has_ndarray:
             raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
                              "input. Please check the type of the args.\n")
-        if has_ndarray:
-            return self._call_cached_op(x, *args)
-        params = {k: p.var() for k, p in self._reg_params.items()}
-        with self.name_scope():
-            return self.hybrid_forward(_symbol_module(), x, *args, **params)
+        if has_symbol:
+            params = {k: p.var() for k, p in self._reg_params.items()}
+            with self.name_scope():
+                return self.hybrid_forward(_symbol_module(), x, *args, **params)
+        if not self._active and self._runs_imperatively((x,) + args):
+            return self._forward_imperative(x, *args)
+        return self._call_cached_op(x, *args)
+
+    def _runs_imperatively(self, args: tuple) -> bool:
+        """Whether a call of this (not hybridized) block on ``args`` must run
+        ``hybrid_forward`` on NDArrays: see the class docstring."""
+        try:
+            fmt = _flatten(args, "input")[1]
+        except ValueError:  # an argument the graph cannot take (a scalar)
+            return True
+        if self._cached_graph and not _format_compatible(self._in_format, fmt):
+            return True
+        return not self._hooks_allow_graph()
+
+    def _forward_imperative(self, x, *args):
+        """``hybrid_forward(mx.nd, ...)`` on the parameters' arrays (MXNet's imperative
+        mode); recorded operators make it differentiable."""
+        ctx = _first_context((x,) + args)
+        with ctx:
+            try:
+                params = {k: p.data(ctx) for k, p in self._reg_params.items()}
+            except DeferredInitializationError:
+                self._deferred_infer_shape(x, *args)
+                for p in self.params.values():
+                    p._finish_deferred_init()
+                params = {k: p.data(ctx) for k, p in self._reg_params.items()}
+            return self.hybrid_forward(_nd, x, *args, **params)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
-        """Override: the computation with ``F`` = ``mx.sym``."""
+        """Override: the computation with ``F`` = ``mx.sym`` (or ``mx.nd``)."""
         raise NotImplementedError
 
     def export(self, path: str, epoch: int = 0, remove_amp_cast: bool = True) -> None:
@@ -606,18 +740,41 @@ class HybridBlock(Block):
         sym.save(f"{path}-symbol.json")
         arg_names, aux_names = set(sym.list_arguments()), set(sym.list_auxiliary_states())
         arrays = {}
-        for p in self._cached_op_params or self.collect_params().values():
-            if p.name in arg_names:
-                arrays[f"arg:{p.name}"] = p._reduce()
-            elif p.name in aux_names:
-                arrays[f"aux:{p.name}"] = p._reduce()
+        for name, p in self._cached_op_params or self.collect_params().items():
+            if name in arg_names:
+                arrays[f"arg:{name}"] = p._reduce()
+            elif name in aux_names:
+                arrays[f"aux:{name}"] = p._reduce()
             else:
-                warnings.warn(f'Parameter "{p.name}" is not found in the graph. ', stacklevel=2)
+                warnings.warn(f'Parameter "{name}" is not found in the graph. ', stacklevel=2)
         _nd.save(f"{path}-{epoch:04d}.params", arrays)
 
 
+class _ParamArrays:
+    """A block graph's parameters on a context: name -> (data, grad or None, grad_req), kept
+    until any parameter's arrays change (``arrays_version``), so a training step does not
+    look them up."""
+
+    __slots__ = ("params", "kept")
+
+    def __init__(self, params: list):
+        self.params = params  # (name in the graph, Parameter)
+        self.kept: tuple | None = None  # ((ctx, arrays_version), arrays)
+
+    def __call__(self, ctx) -> dict:
+        key = (ctx, arrays_version())
+        kept = self.kept
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        out = {}
+        for name, p in self.params:
+            req = p.grad_req
+            out[name] = (p.data(ctx), None if req == "null" else p.grad(ctx), req)
+        self.kept = (key, out)
+        return out
+
+
 def _symbol_module():
-    from .. import symbol
     return symbol
 
 
@@ -626,114 +783,11 @@ def _np_dtype_name(dtype) -> str:
     return dtype_name(dtype)
 
 
-# ---------------------------------------------------------------- SymbolBlock
-
-def _common_prefix(names: list[str]) -> str:
-    if not names:
-        return ""
-    prefix = names[0]
-    for name in names:
-        i = 0
-        while i < len(prefix) and i < len(name) and prefix[i] == name[i]:
-            i += 1
-        prefix = prefix[:i]
-    return prefix
-
-
-class SymbolBlock(HybridBlock):
-    """A Block made from a Symbol (a pretrained network, a feature extractor):
-    ``SymbolBlock(outputs, inputs, params=None)``."""
-
-    @staticmethod
-    def imports(symbol_file: str, input_names, param_file: str | None = None, ctx=None,
-                allow_missing: bool = False, ignore_extra: bool = False) -> SymbolBlock:
-        """Load a model written by ``HybridBlock.export`` or ``Module.save_checkpoint``."""
-        from ..symbol import load as load_symbol
-        sym = load_symbol(symbol_file)
-        if isinstance(input_names, str):
-            input_names = [input_names]
-        if param_file is None:
-            inputs = [_sym.Variable(i, dtype="float32") for i in input_names]
-        else:
-            inputs = [_sym.Variable(i) for i in input_names]
-        ret = SymbolBlock(sym, inputs)
-        if param_file is not None:
-            ret.collect_params().load(param_file, ctx, allow_missing, ignore_extra,
-                                      cast_dtype=True, dtype_source="saved")
-        return ret
-
-    def __repr__(self) -> str:
-        out = self._cached_graph[1]
-        return (f"{self.__class__.__name__}(\n{out} : {len(self._cached_graph[0])} -> "
-                f"{len(out.list_outputs())}\n)")
-
-    def __init__(self, outputs, inputs, params=None):
-        super().__init__(prefix=None, params=None)
-        self._prefix = ""
-        self._params = ParameterDict("", params)
-        if isinstance(inputs, Symbol) and len(inputs.list_outputs()) == 1:
-            inputs = [inputs]
-        if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
-            outputs = outputs[0]
-        syms, self._in_format = _flatten(inputs, "input")
-        out, self._out_format = _flatten(outputs, "output")
-        names = set()
-        for s in syms:
-            if len(s.get_internals().list_outputs()) != 1:
-                raise AssertionError(f"Input symbols must be variable, but {s} is an output of "
-                                     "operators")
-            names.add(s.name)
-        out = _sym.Group(out) if len(out) > 1 else out[0]
-        arg_types, aux_types = _param_types(syms, out)
-        for arg, dtype in zip(out.list_arguments(), arg_types):
-            if arg not in names:
-                self.params.get(arg, allow_deferred_init=True, dtype=dtype)
-        for aux, dtype in zip(out.list_auxiliary_states(), aux_types):
-            if aux not in names:
-                self.params.get(aux, grad_req="null", allow_deferred_init=True, dtype=dtype)
-        self._cached_graph = syms, out
-        cut = len(_common_prefix(list(self._params.keys())))
-        self._reg_params = {key[cut:]: val for key, val in self._params.items()}
-
-    def forward(self, x, *args):
-        if isinstance(x, NDArray):
-            return self._call_cached_op(x, *args)
-        if not isinstance(x, Symbol):
-            raise AssertionError("HybridBlock requires the first argument to forward be either "
-                                 f"Symbol or NDArray, but got {type(x)}")
-        flat, fmt = _flatten([x] + list(args), "input")
-        if fmt != self._in_format:
-            raise AssertionError("Invalid input format")
-        ret = self._cached_graph[1](**{k.name: v for k, v in zip(self._cached_graph[0], flat)})
-        return _regroup(list(ret), self._out_format)
-
-    def _clear_cached_op(self) -> None:
-        graph = self._cached_graph
-        super()._clear_cached_op()
-        self._cached_graph = graph
-
-    def hybrid_forward(self, F, x, *args, **kwargs):
-        raise NotImplementedError
-
-
-def _param_types(inputs: list, out: Symbol):
-    """The dtypes of the symbol's parameters as inference gives them from the inputs'
-    ``__dtype__`` attributes (float32 where nothing says)."""
-    given = {}
-    for s in inputs:
-        dtype = s.attr("__dtype__")
-        if dtype is not None:
-            given[s.name] = _dtype_from_attr(dtype)
-    try:
-        arg_types, _, aux_types = out.infer_type(**given)
-    except MXNetError:
-        arg_types = aux_types = None
-    if arg_types is None:
-        return (["float32"] * len(out.list_arguments()),
-                ["float32"] * len(out.list_auxiliary_states()))
-    return ([_np_dtype_name(t) for t in arg_types], [_np_dtype_name(t) for t in aux_types])
-
-
-def _dtype_from_attr(value: str) -> str:
-    from ..symbol.symbol import _as_dtype
-    return _as_dtype(value)
+def __getattr__(name: str):
+    if name == "SymbolBlock":  # its own module (it builds on HybridBlock)
+        from .symbol_block import SymbolBlock
+        return SymbolBlock
+    if name == "np_symbol":  # MXNet's name: a stand-in (there is no mx.np)
+        from .. import unsupported
+        return unsupported.module("symbol.numpy")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

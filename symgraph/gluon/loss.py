@@ -30,12 +30,15 @@ from numbers import Number
 import numpy as np
 
 from .. import ndarray
+from ..base import numeric_types  # noqa: F401 - MXNet's names
+from ..util import is_np_array  # noqa: F401 - MXNet's names
 from .block import HybridBlock, _flatten
+from .utils import _require
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
            "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "KLDivLoss", "CTCLoss", "HuberLoss",
            "HingeLoss", "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "PoissonNLLLoss",
-           "CosineEmbeddingLoss"]
+           "CosineEmbeddingLoss", "SDMLLoss"]
 
 
 def _apply_weighting(F, loss, weight=None, sample_weight=None):
@@ -43,7 +46,7 @@ def _apply_weighting(F, loss, weight=None, sample_weight=None):
     if sample_weight is not None:
         loss = F.broadcast_mul(loss, sample_weight)
     if weight is not None:
-        assert isinstance(weight, Number), "weight must be a number"
+        _require(isinstance(weight, Number), "weight must be a number")
         loss = loss * weight
     return loss
 
@@ -204,10 +207,10 @@ class CTCLoss(Loss):
     symgraph does not have yet (``NotImplementedError`` when the loss runs)."""
 
     def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
-        assert layout in ["NTC", "TNC"], \
-            f"Only 'NTC' and 'TNC' layouts for pred are supported. Got: {layout}"
-        assert label_layout in ["NT", "TN"], \
-            f"Only 'NT' and 'TN' layouts for label are supported. Got: {label_layout}"
+        _require(layout in ["NTC", "TNC"],
+                f"Only 'NTC' and 'TNC' layouts for pred are supported. Got: {layout}")
+        _require(label_layout in ["NT", "TN"],
+                f"Only 'NT' and 'TN' layouts for label are supported. Got: {label_layout}")
         self._layout = layout
         self._label_layout = label_layout
         super().__init__(weight, label_layout.find("N"), **kwargs)
@@ -341,3 +344,54 @@ class CosineEmbeddingLoss(Loss):
         y_norm = F.reshape(F.norm(y, axis=axis), shape=(-1, 1))
         x_dot_y = F.reshape(F.sum(x * y, axis=axis), shape=(-1, 1))
         return x_dot_y / F.broadcast_maximum(x_norm * y_norm, F.full((1, 1), 1e-12))
+
+
+class SDMLLoss(Loss):
+    """Batchwise Smoothed Deep Metric Learning loss (Bonadiman et al., 2019): row ``i`` of
+    ``x1`` and of ``x2`` form a positive pair, every other row of ``x2`` a negative one. The
+    KL divergence between ``log_softmax`` of the negative squared distances and the identity
+    smoothed by ``smoothing_parameter``, per sample.
+
+    It reads the batch size from ``x1.shape``, so it runs on NDArrays (``hybrid_forward`` with
+    ``F`` = ``mx.nd``), as MXNet's does; hybridized, tracing fails as in MXNet.
+
+    Examples
+    --------
+    >>> import symgraph as mx
+    >>> x = mx.nd.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> mx.gluon.loss.SDMLLoss()(x, x).asnumpy().round(4)
+    array([0.1161, 0.1161], dtype=float32)
+    """
+
+    def __init__(self, smoothing_parameter=0.3, weight=1., batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def forward(self, x1, x2):
+        if self._active or not isinstance(x1, ndarray.NDArray):
+            return super().forward(x1, x2)
+        return self._forward_imperative(x1, x2)
+
+    def _compute_distances(self, F, x1, x2):
+        """Squared euclidean distances between every row of ``x1`` and of ``x2``."""
+        if x1.shape != x2.shape:
+            raise AssertionError(f"SDMLLoss: x1 and x2 differ in shape, {x1.shape} and "
+                                 f"{x2.shape}")
+        batch_size, dim = x1.shape
+        x1_ = F.broadcast_to(F.expand_dims(x1, axis=1), shape=(batch_size, batch_size, dim))
+        x2_ = F.broadcast_to(F.expand_dims(x2, axis=0), shape=(batch_size, batch_size, dim))
+        return F.sum(F.square(x1_ - x2_), axis=2)
+
+    def _compute_labels(self, F, batch_size):
+        """The identity, smoothed: ``1 - s`` on the diagonal, ``s / (batch_size - 1)`` off."""
+        gold = F.eye(batch_size)
+        return gold * (1 - self.smoothing_parameter) + \
+            (1 - gold) * self.smoothing_parameter / (batch_size - 1)
+
+    def hybrid_forward(self, F, x1, x2):
+        labels = self._compute_labels(F, x1.shape[0])
+        distances = self._compute_distances(F, x1, x2)
+        log_probabilities = F.log_softmax(-distances, axis=1)
+        return self.kl_loss(log_probabilities, labels.as_in_context(distances.context))
+

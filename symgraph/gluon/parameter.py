@@ -30,7 +30,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import autograd, initializer
+from .. import autograd, context, initializer, ndarray, symbol  # noqa: F401 - MXNet's names
 from ..base import MXNetError, dtype_name
 from ..context import Context, cpu, current_context
 from ..ndarray import NDArray
@@ -40,7 +40,8 @@ from ..ndarray import save as _nd_save
 from ..ndarray import zeros as _nd_zeros
 from ..symbol import Symbol
 from ..symbol import var as _sym_var
-from .utils import _brief_print_list, _indent, shape_is_known
+from ..util import is_np_array, is_np_shape  # noqa: F401 - MXNet's names
+from .utils import _brief_print_list, _indent, _require, shape_is_known
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict",
            "tensor_types"]
@@ -385,7 +386,7 @@ because the later does not include Parameters of nested child Blocks
                    dtype_source: str = 'current') -> None:
         """(Re)initialize from loaded ``data`` on ``ctx``, checking shape and dtype."""
         if cast_dtype:
-            assert dtype_source in ['current', 'saved']
+            _require(dtype_source in ['current', 'saved'])
         if self.shape:
             for self_dim, data_dim in zip(self.shape, data.shape):
                 if self_dim not in (0, data_dim):

@@ -10,17 +10,21 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 import torch
 
+from .. import ndarray  # noqa: F401 - MXNet's names
 from ..base import MXNetError
 from ..context import Context
 from ..ndarray import NDArray
 from ..ndarray import array as _nd_array
+from ..util import is_np_array, is_np_shape  # noqa: F401 - MXNet's names
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download",
-           "replace_file", "DownloadError"]
+           "replace_file", "DownloadError", "HookHandle"]
 
 
 class DownloadError(MXNetError):
@@ -115,7 +119,7 @@ def clip_global_norm(arrays: list[NDArray], max_norm: float, check_isfinite: boo
     >>> a.asnumpy(), b.asnumpy()
     (array([0.6], dtype=float32), array([0.8], dtype=float32))
     """
-    assert len(arrays) > 0
+    _require(len(arrays) > 0)
     first = arrays[0]._t
     squares = [(a._t.reshape(-1) * a._t.reshape(-1)).sum().to(first.device) for a in arrays]
     total = torch.stack(squares).sum().sqrt().reshape(1)
@@ -185,6 +189,13 @@ https://example.com/model.params yourself and save it as /nonexistent/model.para
                         f"it as {fname} (see docs/compat.md)")
 
 
+def _require(condition, message: str = "") -> None:
+    """MXNet's argument checks raise ``AssertionError``; this one stays under ``python -O``
+    and pytest's assertion rewriting."""
+    if not condition:
+        raise AssertionError(message)
+
+
 def _indent(s_: str, num_spaces: int) -> str:
     """Indent every line of ``s_`` but the first by ``num_spaces``."""
     lines = s_.split('\n')
@@ -214,4 +225,83 @@ def shape_is_known(shape) -> bool:
         if dim < 0:
             raise AssertionError(
                 f"shape dimension size cannot be less than 0, while received {dim}")
+    return True
+
+
+# bumped whenever a block's hooks change anywhere: blocks recheck whether hooks concern them
+HOOKS_VERSION = [0]
+
+
+class HookDict(OrderedDict):
+    """A block's forward hooks (id -> hook); changes bump :data:`HOOKS_VERSION`."""
+
+    def __setitem__(self, key, value) -> None:
+        HOOKS_VERSION[0] += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        HOOKS_VERSION[0] += 1
+        super().__delitem__(key)
+
+
+class HookHandle:
+    """A handle that attaches a hook to a hook dictionary and detaches it again.
+
+    Examples
+    --------
+    >>> hooks = {}
+    >>> handle = HookHandle()
+    >>> handle.attach(hooks, print)
+    >>> len(hooks)
+    1
+    >>> with handle:
+    ...     pass
+    >>> len(hooks)
+    0
+    >>> handle.attach(hooks, print)
+    Traceback (most recent call last):
+    ...
+    AssertionError: The same handle cannot be attached twice.
+    """
+
+    def __init__(self):
+        self._hooks_dict_ref = None
+        self._id = None
+
+    def attach(self, hooks_dict: dict, hook) -> None:
+        """Add ``hook`` to ``hooks_dict`` (kept weakly: a dropped block takes its hooks)."""
+        if self._hooks_dict_ref is not None:
+            raise AssertionError("The same handle cannot be attached twice.")
+        self._id = id(hook)
+        hooks_dict[self._id] = hook
+        self._hooks_dict_ref = weakref.ref(hooks_dict) if _weakrefable(hooks_dict) \
+            else (lambda: hooks_dict)
+
+    def detach(self) -> None:
+        """Remove the hook (nothing happens when it is gone already)."""
+        hooks_dict = self._hooks_dict_ref() if self._hooks_dict_ref is not None else None
+        if hooks_dict is not None and self._id in hooks_dict:
+            del hooks_dict[self._id]
+
+    def __getstate__(self) -> tuple:
+        return (self._hooks_dict_ref() if self._hooks_dict_ref is not None else None,
+                self._id)
+
+    def __setstate__(self, state: tuple) -> None:
+        hooks_dict, self._id = state
+        self._hooks_dict_ref = None if hooks_dict is None else \
+            (weakref.ref(hooks_dict) if _weakrefable(hooks_dict) else (lambda: hooks_dict))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.detach()
+
+
+def _weakrefable(obj) -> bool:
+    try:
+        weakref.ref(obj)
+    except TypeError:  # a plain dict
+        return False
     return True

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ... import initializer
 from ..block import HybridBlock
+from ..utils import _require
 
 __all__ = ["Activation", "LeakyReLU", "PReLU", "ELU", "SELU", "Swish", "GELU"]
 
@@ -43,7 +44,7 @@ class LeakyReLU(HybridBlock):
     """``x`` for ``x >= 0``, ``alpha * x`` otherwise (``alpha >= 0``)."""
 
     def __init__(self, alpha: float, **kwargs):
-        assert alpha >= 0, "Slope coefficient for LeakyReLU must be no less than 0."
+        _require(alpha >= 0, "Slope coefficient for LeakyReLU must be no less than 0.")
         super().__init__(**kwargs)
         self._alpha = alpha
 

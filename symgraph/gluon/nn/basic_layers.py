@@ -31,7 +31,7 @@ import numpy as np
 from ... import ndarray as nd
 from ... import symbol as sym
 from ..block import Block, HybridBlock
-from ..utils import _indent
+from ..utils import _indent, _require
 from .activations import Activation
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Embedding", "BatchNorm",
@@ -353,7 +353,7 @@ class Lambda(Block):
     def __init__(self, function, prefix=None):
         super().__init__(prefix=prefix)
         if isinstance(function, str):
-            assert hasattr(nd, function), f"Function name {function} is not found in ndarray."
+            _require(hasattr(nd, function), f"Function name {function} is not found in ndarray.")
             self._func_impl = getattr(nd, function)
         elif callable(function):
             self._func_impl = function
@@ -375,8 +375,8 @@ class HybridLambda(HybridBlock):
     def __init__(self, function, prefix=None):
         super().__init__(prefix=prefix)
         if isinstance(function, str):
-            assert hasattr(nd, function) and hasattr(sym, function), \
-                f"Function name {function} is not found in symbol/ndarray."
+            _require(hasattr(nd, function) and hasattr(sym, function),
+                    f"Function name {function} is not found in symbol/ndarray.")
             func_dict = {sym: getattr(sym, function), nd: getattr(nd, function)}
             self._func = lambda F, *args: func_dict[F](*args)
             self._func_name = function

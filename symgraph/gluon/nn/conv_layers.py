@@ -27,6 +27,7 @@ from __future__ import annotations
 from numbers import Number
 
 from ..block import HybridBlock
+from ..utils import _require
 from .activations import Activation
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
@@ -59,13 +60,13 @@ def _weight_shape(op_name: str, channels: int, in_channels: int, groups: int,
 def _check_nd(kernel_size, nd: int, layout: str, what: str = "kernel_size") -> tuple:
     layouts = _CONV_LAYOUTS[nd]
     if len(layouts) == 1:
-        assert layout in layouts, f"Only supports '{layouts[0]}' layout for now"
+        _require(layout in layouts, f"Only supports '{layouts[0]}' layout for now")
     else:
-        assert layout in layouts, \
-            f"Only supports '{layouts[0]}' and '{layouts[1]}' layout for now"
+        _require(layout in layouts,
+                f"Only supports '{layouts[0]}' and '{layouts[1]}' layout for now")
     kernel_size = _tuple(kernel_size, nd)
     noun = "int" if nd == 1 else "ints"
-    assert len(kernel_size) == nd, f"{what} must be a number or a list of {nd} {noun}"
+    _require(len(kernel_size) == nd, f"{what} must be a number or a list of {nd} {noun}")
     return kernel_size
 
 
@@ -178,8 +179,8 @@ class _ConvTranspose(_Conv):
         kernel_size = _check_nd(kernel_size, nd, layout)
         output_padding = _tuple(output_padding, nd)
         noun = "int" if nd == 1 else "ints"
-        assert len(output_padding) == nd, \
-            f"output_padding must be a number or a list of {nd} {noun}"
+        _require(len(output_padding) == nd,
+                f"output_padding must be a number or a list of {nd} {noun}")
         op_name = kwargs.pop("op_name", "Deconvolution")
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
                          in_channels, activation, use_bias, weight_initializer,
@@ -257,11 +258,11 @@ class _Pooling(HybridBlock):
 def _pool_args(pool_size, nd: int, layout: str) -> tuple:
     """MXNet's layout and pool_size assertions; the pool size as a tuple."""
     layouts = _POOL_LAYOUTS[nd]
-    assert layout in layouts, \
-        f"Only {layouts[0]} and {layouts[1]} layouts are valid for {nd}D Pooling"
+    _require(layout in layouts,
+            f"Only {layouts[0]} and {layouts[1]} layouts are valid for {nd}D Pooling")
     pool_size = _tuple(pool_size, nd)
     noun = "int" if nd == 1 else "ints"
-    assert len(pool_size) == nd, f"pool_size must be a number or a list of {nd} {noun}"
+    _require(len(pool_size) == nd, f"pool_size must be a number or a list of {nd} {noun}")
     return pool_size
 
 
@@ -377,7 +378,7 @@ class ReflectionPad2D(HybridBlock):
         super().__init__(**kwargs)
         if isinstance(padding, Number):
             padding = (0, 0, 0, 0, padding, padding, padding, padding)
-        assert len(padding) == 8
+        _require(len(padding) == 8)
         self._padding = padding
 
     def hybrid_forward(self, F, x):
