@@ -228,13 +228,15 @@ def is_user_attr(key: str) -> bool:
 
 
 def parse_params(schema: tuple[Param, ...], attrs: dict[str, str], where: str) -> Params:
-    """Parse the op-param subset of ``attrs``; unknown keys and bad values raise ``AttrError``.
+    """Parse the op-param subset of ``attrs``; unknown keys and bad values raise ``AttrError``
+    (an op without parameters keeps unknown keys as plain attributes, as MXNet's ops
+    without a parameter struct do).
 
     ``where`` names the node and op for the message, e.g. ``"operator fc1 (FullyConnected)"``.
     """
     by_name = {p.name: p for p in schema}
     for key in attrs:
-        if key not in by_name and not is_user_attr(key):
+        if schema and key not in by_name and not is_user_attr(key):
             raise AttrError(f"Error in {where}: Cannot find argument '{key}', Possible "
                             f"Arguments:\n" + "\n".join(p.describe() for p in schema))
     out = Params()

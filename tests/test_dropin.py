@@ -163,7 +163,9 @@ def test_imperative_errors_name_operator_and_inputs():
     with pytest.raises(MXNetError, match="required input 'weight' is missing"):
         mx.nd.FullyConnected(mx.nd.ones((2, 3)), num_hidden=4)
     with pytest.raises(MXNetError, match="Cannot find argument 'bogus'"):
-        mx.nd.broadcast_add(mx.nd.ones((2,)), mx.nd.ones((2,)), bogus=1)
+        mx.nd.one_hot(mx.nd.ones((2,)), depth=3, bogus=1)
+    # an operator without parameters keeps unknown keywords, as MXNet's do
+    assert mx.nd.broadcast_maximum(mx.nd.ones((2,)), mx.nd.ones((2,)), axis=1).shape == (2,)
 
 
 def test_mxnet_operators_not_implemented_exist_and_raise():
