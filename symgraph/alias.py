@@ -90,7 +90,7 @@ class MXNetAliasFinder(importlib.abc.MetaPathFinder):
 def _unsupported_module(name: str) -> ModuleType | None:
     """The raising stand-in for an MXNet module symgraph leaves out (None: no such module)."""
     from . import unsupported
-    if name in unsupported.MODULES or name in unsupported.ALIASES:
+    if unsupported.reason(name) is not None:
         return unsupported.module(name)
     return None
 

@@ -108,6 +108,17 @@ class UnsupportedModule(ModuleType):
         return stub
 
 
+def reason(name: str) -> str | None:
+    """Why ``mxnet.<name>`` is left out: its own entry or its nearest left-out parent's
+    (``gluon.data.vision`` is left out with ``gluon.data``); None if it is not."""
+    parts = ALIASES.get(name, name).split(".")
+    for end in range(len(parts), 0, -1):
+        why = MODULES.get(".".join(parts[:end]))
+        if why is not None:
+            return why
+    return None
+
+
 def module(name: str) -> UnsupportedModule:
     """The stand-in module for ``mxnet.<name>`` (one object per name, in ``sys.modules``)."""
     name = ALIASES.get(name, name)
@@ -115,6 +126,6 @@ def module(name: str) -> UnsupportedModule:
     existing = sys.modules.get(full)
     if isinstance(existing, UnsupportedModule):
         return existing
-    made = UnsupportedModule(name, MODULES[name])
+    made = UnsupportedModule(name, reason(name))
     sys.modules[full] = made
     return made
