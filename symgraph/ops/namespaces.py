@@ -28,10 +28,18 @@ PREFIXES = {"": "", "op": "", "_internal": "", "linalg": "_linalg_", "contrib": 
             "image": "_image_", "random": "_random_", "sparse": "_sparse_"}
 
 
+# Python-level contrib functions MXNet defines over operators without the _contrib_ prefix
+CONTRIB_EXTRA = {name: f"_{name}" for name in (
+    "adamw_update", "mp_adamw_update", "multi_adamw_update", "multi_mp_adamw_update",
+    "multi_lamb_update", "multi_mp_lamb_update", "cond", "foreach", "while_loop")}
+
+
 def registry_name(namespace: str, name: str) -> str | None:
     """The registry name ``namespace.name`` stands for (None: not an operator name there)."""
     if name.startswith("__"):
         return None
+    if namespace == "contrib" and name in CONTRIB_EXTRA:
+        return CONTRIB_EXTRA[name]
     if namespace in ("", "op") and name.startswith("_"):
         return None
     if namespace == "_internal" and not name.startswith("_"):
