@@ -89,12 +89,32 @@ def _op_hook_adapter(symbol, callback):
     return monitor
 
 
+def _distinct_outputs(symbol):
+    """A graph listing one entry as several outputs (an RNN cell's output and its new state)
+    reads the repeats through ``identity``, as MXNet's CachedOp copies them: each output then
+    gets its own head gradient, and they add up."""
+    outs = symbol._outputs
+    keys = [(id(node), k) for node, k in outs]
+    if len(set(keys)) == len(keys):
+        return symbol
+    from .symbol import Group
+    from .symbol.op_api import invoke
+    seen: set = set()
+    parts = []
+    for k, key in enumerate(keys):
+        part = symbol[k]
+        parts.append(invoke("identity", [part], {}) if key in seen else part)
+        seen.add(key)
+    return Group(parts)
+
+
 class CachedGraph:
     """``symbol`` run on NDArrays for the inputs ``input_names`` (the other arguments and
     aux states are parameters from ``params(ctx)``)."""
 
     def __init__(self, symbol, input_names: list[str],
                  params: Callable[[object], ParamArrays], where: str):
+        symbol = _distinct_outputs(symbol)
         self.symbol, self.input_names, self.params, self.where = symbol, input_names, params, where
         self._arg_names = symbol.list_arguments()
         self._aux_names = symbol.list_auxiliary_states()

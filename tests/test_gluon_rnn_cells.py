@@ -40,26 +40,15 @@ class _Twice(gluon.HybridBlock):
         return y, y
 
 
-def _backward_ok(fn) -> bool:
-    """Whether the gradient of ``fn(x)``'s first output reaches ``x`` (expected 2)."""
+def test_an_output_listed_twice_gets_both_head_gradients():
+    """MXNet's CachedOp copies a repeated output (a cell's output and its new state)."""
     x = mx.nd.ones((1,))
     x.attach_grad()
-    try:
-        with mx.autograd.record():
-            out = fn(x)
-        out.backward()
-    except mx.MXNetError:
-        return False
-    return float(x.grad.asnumpy()[0]) == 2.0
-
-
-# Two fixes outside the cells: a traced graph listing one entry as two outputs (a cell's
-# output and its new state) must copy it as MXNet's CachedOp does, and nd.stack/nd.concat
-# must record under autograd.
-NEEDS = [] if _backward_ok(lambda x: _Twice()(x)[0]) and \
-    _backward_ok(lambda x: mx.nd.stack(x, x).sum(axis=0)) else \
-    [pytest.mark.xfail(reason="needs CachedGraph to copy duplicated outputs and nd.stack/"
-                              "nd.concat to record under autograd", strict=False)]
+    with mx.autograd.record():
+        a, b = _Twice()(x)
+        loss = a + b
+    loss.backward()
+    assert float(x.grad.asnumpy()[0]) == 4.0
 
 
 @pytest.mark.parametrize("case", ALL)
@@ -68,7 +57,7 @@ def test_unroll_matches_mxnet(case):
     _compare(got, want, [k for k in want if k.startswith(("out", "state"))], case["id"])
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c["id"], marks=NEEDS)
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["id"])
                                   for c in cases.CASES if c["grad"]])
 def test_gradients_match_mxnet(case):
     got, want = cases.run(mx, case), _want(case["id"])
