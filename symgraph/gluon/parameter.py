@@ -69,9 +69,10 @@ def _check_stype(name: str, stype: str, grad_stype: str) -> None:
             f"stype for Parameter '{name}' must be one of "
             f"'default', 'row_sparse', or 'csr', but got '{stype}'")
     if stype != 'default' or grad_stype != 'default':
-        raise NotImplementedError(
-            f"Parameter '{name}': sparse storage (stype='{stype}', grad_stype='{grad_stype}') "
-            "is not supported; symgraph arrays are dense (see docs/compat.md)")
+        from ..base import unsupported
+        raise unsupported(f"Parameter '{name}' with stype='{stype}', grad_stype="
+                          f"'{grad_stype}'", "sparse storage is not implemented; symgraph "
+                          "arrays are dense (see docs/compat.md)")
 
 
 def _as_ctx_list(ctx) -> list[Context]:

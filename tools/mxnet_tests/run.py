@@ -58,6 +58,8 @@ def categorize(rec: dict) -> str:
     if "UnsupportedError" in mro:
         return "out of scope"
     if exc == "collection":
+        if "UnsupportedError" in msg:
+            return "out of scope"
         if "has no attribute" in msg or "cannot import name" in msg or "No module named" in msg:
             return "missing name"
         return "error in symgraph"

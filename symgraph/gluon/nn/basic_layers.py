@@ -264,8 +264,8 @@ class LayerNorm(HybridBlock):
 
 class InstanceNorm(HybridBlock):
     """Instance normalization (Ulyanov et al., 2016): parameters and repr as MXNet's; it
-    needs the ``InstanceNorm`` operator, which symgraph does not have yet
-    (``NotImplementedError`` when the layer runs)."""
+    runs the ``InstanceNorm`` operator, which symgraph does not have yet (it raises
+    ``OpNotImplementedError`` when the layer runs)."""
 
     def __init__(self, axis: int = 1, epsilon: float = 1e-5, center: bool = True,
                  scale: bool = False, beta_initializer="zeros", gamma_initializer="ones",
@@ -278,8 +278,12 @@ class InstanceNorm(HybridBlock):
                                              gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, x, gamma, beta):
-        raise NotImplementedError("InstanceNorm needs the 'InstanceNorm' operator, which "
-                                  "symgraph does not implement yet")
+        # raises OpNotImplementedError until the operators issue adds InstanceNorm
+        if self._axis == 1:
+            return F.InstanceNorm(x, gamma, beta, name="fwd", eps=self._epsilon)
+        x = x.swapaxes(1, self._axis)
+        return F.InstanceNorm(x, gamma, beta, name="fwd",
+                              eps=self._epsilon).swapaxes(1, self._axis)
 
     def __repr__(self) -> str:
         return _kwargs_repr(self, self.gamma.shape[0])
@@ -287,7 +291,7 @@ class InstanceNorm(HybridBlock):
 
 class GroupNorm(HybridBlock):
     """Group normalization (Wu and He, 2018): parameters and repr as MXNet's; it needs the
-    ``GroupNorm`` operator, which symgraph does not have yet (``NotImplementedError`` when
+    ``GroupNorm`` operator, which symgraph does not have yet (``OpNotImplementedError`` when
     the layer runs)."""
 
     def __init__(self, num_groups: int = 1, epsilon: float = 1e-5, center: bool = True,
@@ -304,8 +308,8 @@ class GroupNorm(HybridBlock):
                                              gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
-        raise NotImplementedError("GroupNorm needs the 'GroupNorm' operator, which symgraph "
-                                  "does not implement yet")
+        # raises OpNotImplementedError until the operators issue adds GroupNorm
+        return F.GroupNorm(data, gamma, beta, num_groups=self._num_groups, eps=self._epsilon)
 
     def __repr__(self) -> str:
         content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())

@@ -372,7 +372,7 @@ class GlobalAvgPool3D(_GlobalPooling):
 
 class ReflectionPad2D(HybridBlock):
     """Reflection padding of (N, C, H, W) data; needs the ``pad`` operator, which symgraph
-    does not have yet (``NotImplementedError`` when the layer runs)."""
+    does not have yet (``OpNotImplementedError`` when the layer runs)."""
 
     def __init__(self, padding=0, **kwargs):
         super().__init__(**kwargs)
@@ -382,5 +382,5 @@ class ReflectionPad2D(HybridBlock):
         self._padding = padding
 
     def hybrid_forward(self, F, x):
-        raise NotImplementedError("ReflectionPad2D needs the 'pad' operator "
-                                  "(mode='reflect'), which symgraph does not implement yet")
+        # raises OpNotImplementedError until the operators issue adds pad
+        return F.pad(x, mode="reflect", pad_width=self._padding)
