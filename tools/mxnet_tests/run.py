@@ -225,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="files run at once")
     args = parser.parse_args(argv)
     base = args.mxnet_src / "tests" / "python"
-    names = args.files or [f"unittest/{f}" for f in UNITTEST_FILES] + \
-        [f"train/{f}" for f in TRAIN_FILES]
+    canonical = [f"unittest/{f}" for f in UNITTEST_FILES] + [f"train/{f}" for f in TRAIN_FILES]
+    names = args.files or canonical
     scratch = Path(tempfile.mkdtemp(prefix="mxnet_tests_"))
     write_mnist(scratch)
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -238,8 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads(args.out.read_text())
         ran = {f["file"] for f in files}
         result["files"] = [f for f in old["files"] if f["file"] not in ran] + files
-        result["files"].sort(key=lambda f: names.index(f["file"]) if f["file"] in names
-                             else len(names))
+        result["files"].sort(key=lambda f: canonical.index(f["file"])
+                             if f["file"] in canonical else len(canonical))
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     write_table(result, args.table)
     for f in files:
