@@ -338,3 +338,10 @@ def test_submodules_of_left_out_modules_are_stand_ins(tmp_path):
             print("gluon.data" in str(err) or "data pipeline" in str(err))
     """)
     assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr
+
+
+def test_module_keeps_its_grad_req():
+    net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
+    mod = mx.mod.Module(net, label_names=None)
+    mod.bind(data_shapes=[("data", (3, 4))], grad_req="add")
+    assert mod._grad_req == "add"  # MXNet's handle, read by BucketingModule's buckets

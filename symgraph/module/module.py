@@ -249,6 +249,7 @@ class Module(BaseModule):
         if not for_training and inputs_need_grad:
             raise ValueError("inputs_need_grad needs for_training=True")
         self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
+        self._grad_req = grad_req  # MXNet's handle (BucketingModule's buckets read it)
         self._data_shapes, self._label_shapes = _parse_data_desc(
             self._data_names, self._label_names, data_shapes, label_shapes)
         self._bound_data_shapes = _shapes(self._data_shapes)
