@@ -23,3 +23,22 @@ def load(relative: str, root: Path = FIXTURES) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def assert_nested_close(got, want, where: str = "result", rel: float = 1e-6,
+                        abs_tol: float = 1e-12) -> None:
+    """Recorded JSON-like results (dicts, lists, numbers, strings) equal; floats to ``rel``
+    and ``abs_tol`` (pytest's ``approx`` no longer compares nested containers)."""
+    import pytest
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and sorted(got) == sorted(want), (where, got, want)
+        for key in want:
+            assert_nested_close(got[key], want[key], f"{where}[{key!r}]", rel, abs_tol)
+    elif isinstance(want, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(want), (where, got, want)
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_nested_close(g, w, f"{where}[{i}]", rel, abs_tol)
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=rel, abs=abs_tol), (where, got, want)
+    else:
+        assert got == want, (where, got, want)

@@ -25,18 +25,7 @@ WANT = json.loads((pathlib.Path(__file__).parent / "fixtures" / "gluon_contrib" 
 
 def assert_close(got, want, path="") -> None:
     """JSON values equal, floats to 1e-4."""
-    if isinstance(want, dict):
-        assert sorted(got) == sorted(want), path
-        for k in want:
-            assert_close(got[k], want[k], f"{path}.{k}")
-    elif isinstance(want, list):
-        assert len(got) == len(want), path
-        for k, (a, b) in enumerate(zip(got, want)):
-            assert_close(a, b, f"{path}[{k}]")
-    elif isinstance(want, float):
-        assert got == pytest.approx(want, rel=1e-4, abs=1e-5), path
-    else:
-        assert got == want, path
+    fixture_scripts.assert_nested_close(got, want, path, rel=1e-4, abs_tol=1e-5)
 
 
 @pytest.mark.parametrize("name", sorted(scenarios.SCENARIOS))

@@ -63,23 +63,6 @@ def _norm(value):
     return value
 
 
-def _assert_close(got, want, where: str = "result") -> None:
-    """Nested dicts/lists equal, floats to pytest.approx's tolerance (pytest 9.2's approx
-    no longer compares nested containers)."""
-    if isinstance(want, dict):
-        assert isinstance(got, dict) and sorted(got) == sorted(want), (where, got, want)
-        for key in want:
-            _assert_close(got[key], want[key], f"{where}[{key!r}]")
-    elif isinstance(want, (list, tuple)):
-        assert isinstance(got, (list, tuple)) and len(got) == len(want), (where, got, want)
-        for i, (g, w) in enumerate(zip(got, want)):
-            _assert_close(g, w, f"{where}[{i}]")
-    elif isinstance(want, float):
-        assert got == pytest.approx(want), (where, got, want)
-    else:
-        assert got == want, (where, got, want)
-
-
 def _assert_weights(arrays, prefix: str, got: dict, opt: str = "sgd") -> None:
     want = {k[len(prefix) + 1:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
     assert want and sorted(got) == sorted(want), (sorted(got), sorted(want))
@@ -98,7 +81,7 @@ def test_step_matches_mxnet(nctx, kv, up, opt, arrays, cases, inputs):
     """4 steps: the weights on every context (or the error) equal MXNet's."""
     key = f"train/{nctx}/{kv}/{up}/{opt}"
     out, got = gen.run_train(mx, inputs, nctx, gen.KVSTORES[kv], gen.UPDATES[up], opt)
-    _assert_close(_norm(out), cases[key])
+    fixture_scripts.assert_nested_close(_norm(out), cases[key])
     if "error" not in out:
         _assert_weights(arrays, key, got, opt)
 
@@ -110,7 +93,7 @@ def test_step_extra_matches_mxnet(name, arrays, cases, inputs, stores):
     key = f"train_extra/{name}"
     out, got = gen.run_train(mx, inputs, nctx, gen.resolve_store(mx, stores, kv), up, opt,
                              gen.extra_kwargs(mx, extra))
-    _assert_close(_norm(out), cases[key])
+    fixture_scripts.assert_nested_close(_norm(out), cases[key])
     _assert_weights(arrays, key, got, opt)
 
 
