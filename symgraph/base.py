@@ -47,6 +47,12 @@ class BindError(MXNetError, ValueError):
     """Arrays given at bind time do not match the symbol (count, shape, dtype, grad_req)."""
 
 
+class FileFormatError(MXNetError, ValueError):
+    """A file (symbol JSON, ``.params``, ``.states``, a checkpoint) is truncated, corrupt,
+    over a size limit, or does not match what it is loaded into; the message names the file
+    and the key, and both shapes where shapes differ."""
+
+
 class UnsupportedError(MXNetError, NotImplementedError):
     """A part of MXNet 1.9.1 that symgraph does not provide; the message says what and why
     (sparse storage, custom operators, a GPU-only feature, an operator not yet written)."""

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-from ..base import FLAG_TO_NAME, NAME_TO_FLAG, NAME_TO_TORCH, TORCH_TO_NAME, MXNetError
+from ..base import FLAG_TO_NAME, NAME_TO_FLAG, NAME_TO_TORCH, TORCH_TO_NAME, FileFormatError
 from .ndarray import NDArray
 
 LIST_MAGIC = 0x112
@@ -46,7 +46,7 @@ _DEV_TYPES = (1, 2, 3, 5)  # cpu, gpu, cpu_pinned, cpu_shared
 _MAX_NDIM = 32
 
 
-class ParamsFormatError(MXNetError, ValueError):
+class ParamsFormatError(FileFormatError):
     """A ``.params`` file is truncated or corrupt, or holds arrays symgraph cannot load."""
 
 
