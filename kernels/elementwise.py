@@ -11,9 +11,11 @@ Bytes moved by one launch: every input read once, every output written once.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -37,11 +39,25 @@ def set_cache_dir(path: str | None) -> None:
 
 
 def _cache_dir() -> str:
+    """The ``fused`` folder of the cache: created private (0700); one another user owns or
+    can write to is not trusted (its sources could be swapped), and a private temp folder is
+    used instead."""
     if _settings["cache_dir"] is None:
         _settings["cache_dir"] = tempfile.mkdtemp(prefix="symgraph-kernels-")
     path = os.path.join(_settings["cache_dir"], "fused")
-    os.makedirs(path, exist_ok=True)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if not _private(path):
+        _settings["cache_dir"] = tempfile.mkdtemp(prefix="symgraph-kernels-")
+        path = os.path.join(_settings["cache_dir"], "fused")
+        os.makedirs(path, mode=0o700)
     return path
+
+
+def _private(path: str) -> bool:
+    """Whether only this user can change what is in ``path``."""
+    info = os.stat(path)
+    return (not hasattr(os, "geteuid") or info.st_uid == os.geteuid()) \
+        and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 @dataclass(frozen=True)
@@ -132,16 +148,34 @@ def _load(name: str, source: str):
         if name in _compiled:
             return _compiled[name]
         path = os.path.join(_cache_dir(), f"{name}.py")
-        if not os.path.exists(path):  # written once; the content is a function of the name
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "w") as f:
-                f.write(source)
-            os.replace(tmp, path)
+        if _cached_source(path) != source:  # missing, truncated or altered: write it anew
+            _write_source(path, source)
         spec = importlib.util.spec_from_file_location(f"kernels._generated.{name}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         _compiled[name] = getattr(module, name)
         return _compiled[name]
+
+
+def _cached_source(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _write_source(path: str, source: str) -> None:
+    """Write ``source`` to ``path`` through an unpredictable temp name and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".fused-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _acc(inputs: Sequence[torch.Tensor]) -> str:

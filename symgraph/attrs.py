@@ -7,7 +7,8 @@ them (with MXNet's leniency: ``"1"`` is a bool, ``"[3,3]"`` a shape) into a
 """
 from __future__ import annotations
 
-import ast
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,30 +59,77 @@ def _parse_bool(s: str) -> bool:
     raise ValueError(f"expected a boolean, got {s!r}")
 
 
-def _parse_tuple(s: str) -> tuple[int, ...]:
-    s = s.strip()
-    if s in ("", "()", "[]"):
+# Attribute strings parsed as numbers or tuples are bounded (a shape of 32 dims is ~400
+# characters) and parsed without recursion; integers beyond 2**62 are refused, as MXNet's
+# int32/int64 fields refuse what they cannot hold (shape arithmetic stays in int64).
+MAX_NUMERIC_CHARS = 4096
+MAX_INT = 2**62
+# The most inputs or outputs a variadic op (Concat, add_n, SliceChannel...) may declare: its
+# input names are listed before the inputs are counted, so the count is bounded first.
+MAX_VARIADIC = 2**20
+_INT = re.compile(r"[+-]?\d+L?")  # "3L": Python 2's longs, as MXNet's parser takes them
+_TUPLE = re.compile(r"\((.*)\)|\[(.*)\]", re.DOTALL)
+
+
+def _bounded(s: str) -> str:
+    if len(s) > MAX_NUMERIC_CHARS:
+        raise ValueError(f"{len(s)} characters, more than the limit of {MAX_NUMERIC_CHARS}")
+    return s.strip()
+
+
+def _checked_int(value: int) -> int:
+    if abs(value) > MAX_INT:
+        raise ValueError(f"{value} is out of range (|value| <= 2**62)")
+    return value
+
+
+def _int_item(item: str, allow_none: bool = False) -> int | None:
+    item = item.strip()
+    if allow_none and item == "None":
+        return None
+    if not _INT.fullmatch(item):
+        raise ValueError(f"{item[:40]!r} is not an integer")
+    return _checked_int(int(item.rstrip("L")))
+
+
+def _items(s: str, allow_none: bool = False) -> tuple:
+    """``"(3, 3)"``, ``"[3,3]"``, ``"(3,)"`` or ``"3"``: the integers (or Nones) listed."""
+    s = _bounded(s)
+    match = _TUPLE.fullmatch(s)
+    if match is None:
+        return (_int_item(s, allow_none),)
+    inner = (match.group(1) if match.group(1) is not None else match.group(2)).strip()
+    if not inner:
         return ()
-    val = ast.literal_eval(s)
-    if isinstance(val, (int, np.integer)):
-        return (int(val),)
-    if not isinstance(val, (tuple, list)) or not all(isinstance(v, int) for v in val):
-        raise ValueError(f"expected a shape such as (3, 3), got {s!r}")
-    return tuple(int(v) for v in val)
+    parts = inner.split(",")
+    if not parts[-1].strip() and len(parts) > 1:
+        parts.pop()  # "(3,)"
+    return tuple(_int_item(p, allow_none) for p in parts)
+
+
+def _parse_tuple(s: str) -> tuple[int, ...]:
+    """A shape: ``"(3, 3)"`` -> ``(3, 3)``; ``""`` and ``"()"`` -> ``()``.
+
+    >>> _parse_tuple('[2,3]'), _parse_tuple('4'), _parse_tuple('(1,)')
+    ((2, 3), (4,), (1,))
+    """
+    if not s.strip():
+        return ()
+    try:
+        return _items(s)
+    except ValueError as err:
+        raise ValueError(f"expected a shape such as (3, 3), got {s[:80]!r}: {err}") from None
 
 
 def _parse_tuple_with_none(s: str) -> tuple:
     """A tuple of ints where entries may be None: slice's ``begin``/``end``/``step``."""
-    s = s.strip()
-    if s in ("", "()", "[]"):
+    if not s.strip():
         return ()
-    val = ast.literal_eval(s)
-    if val is None or isinstance(val, int):
-        val = (val,)
-    if not isinstance(val, (tuple, list)) or not all(v is None or isinstance(v, int)
-                                                     for v in val):
-        raise ValueError(f"expected a tuple of int or None such as (None, 1), got {s!r}")
-    return tuple(val)
+    try:
+        return _items(s, allow_none=True)
+    except ValueError as err:
+        raise ValueError(f"expected a tuple of int or None such as (None, 1), got "
+                         f"{s[:80]!r}: {err}") from None
 
 
 def _parse_optional(inner):
@@ -92,12 +140,11 @@ def _parse_optional(inner):
 
 def _parse_axis(s: str):
     """An axis attribute: ``None``, an int or a tuple of ints."""
-    s = s.strip()
+    s = _bounded(s)
     if s in ("None", ""):
         return None
-    val = ast.literal_eval(s)
-    if isinstance(val, int):
-        return val
+    if _INT.fullmatch(s):
+        return _int_item(s)
     return _parse_tuple(s)
 
 
@@ -109,18 +156,18 @@ def _parse_dtype(s: str) -> str:
 
 
 def _parse_float(s: str) -> float:
-    return float(s.strip())
+    return float(_bounded(s))
 
 
 def _parse_int(s: str) -> int:
-    s = s.strip()
-    try:
-        return int(s)
-    except ValueError:
-        f = float(s)
-        if f != int(f):
-            raise
-        return int(f)
+    """An integer; an integral float spelling (``"3.0"``, ``"1e3"``) is taken too."""
+    s = _bounded(s)
+    if _INT.fullmatch(s):
+        return _int_item(s)
+    f = float(s)
+    if not math.isfinite(f) or f != int(f):
+        raise ValueError(f"{s[:40]!r} is not an integer")
+    return _checked_int(int(f))
 
 
 _PARSERS = {
@@ -150,6 +197,7 @@ class Param:
     choices: tuple = ()
     doc: str = ""
     lower: float | None = None  # inclusive lower bound, checked like MXNet's set_lower_bound
+    upper: float | None = None  # inclusive upper bound (counts of variadic inputs/outputs)
 
     def __post_init__(self):
         assert self.kind in _PARSERS, self.kind
@@ -160,6 +208,8 @@ class Param:
 
     def parse(self, text: str) -> Any:
         """Parse an attribute string; raises ``ValueError`` with the reason."""
+        if not isinstance(text, str):
+            raise TypeError(f"attribute values are strings, got {type(text).__name__}")
         value = _PARSERS[self.kind](text)
         if self.choices and value not in self.choices:
             raise ValueError(f"Invalid Input: {text!r}, valid values are: "
@@ -167,6 +217,9 @@ class Param:
         if self.lower is not None and value is not None and value < self.lower:
             raise ValueError(f"value {value} for Parameter {self.name} should be greater "
                              f"equal to {self.lower:g}")
+        if self.upper is not None and value is not None and value > self.upper:
+            raise ValueError(f"value {value} for Parameter {self.name} should be less "
+                             f"equal to {self.upper:g}")
         return value
 
     def describe(self) -> str:

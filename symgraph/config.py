@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 _BACKENDS = ("auto", "triton", "torch")
+# the variable through which a launcher hands its workers the job's secret (symgraph.launch)
+JOB_SECRET_ENV = "SYMGRAPH_JOB_SECRET"
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class Config:
     dist_timeout: float = 300.0
     dist_bucket_mb: float = 25.0
     async_period: int = 8
+    # the job's secret, set by the launcher (JOB_SECRET_ENV): symgraph signs the values it
+    # writes to the rendezvous store with it and ignores values not signed with it
+    job_secret: str = field(default="", repr=False)
 
 
 _current: Config | None = None
@@ -62,6 +67,7 @@ def _from_env() -> Config:
         dist_timeout=float(env.get("SYMGRAPH_DIST_TIMEOUT", str(Config.dist_timeout))),
         dist_bucket_mb=float(env.get("SYMGRAPH_DIST_BUCKET_MB", str(Config.dist_bucket_mb))),
         async_period=int(env.get("SYMGRAPH_ASYNC_PERIOD", str(Config.async_period))),
+        job_secret=env.get(JOB_SECRET_ENV, ""),
     )
 
 
@@ -85,6 +91,11 @@ def set(**changes) -> Config:  # noqa: A001 - mirrors dataclasses.replace
 def env_flag(name: str, default: str = "") -> str:
     """Read another environment variable (for MXNet-compatible knobs such as MXNET_*)."""
     return os.environ.get(name, default)
+
+
+def environ() -> dict[str, str]:
+    """A copy of this process's environment (to start child processes with)."""
+    return dict(os.environ)
 
 
 def prepend_env_path(name: str, path: str) -> None:

@@ -9,17 +9,34 @@ training script's body (:func:`serve_role`, called when symgraph is imported, as
 server module is) and exit once every worker is done. Collectives use gloo on CPU tensors
 and, where CUDA and NCCL are available, NCCL on CUDA tensors (one process group with both).
 
+The rendezvous store: every store symgraph hosts (rank 0's under ``MASTER_ADDR``, the
+scheduler's, and through :mod:`symgraph.launch` torchrun's) listens on the given address
+only (:func:`host_store`; ``127.0.0.1`` for local jobs), never on every interface. TCP stores
+have no authentication, so the values symgraph writes there (heartbeats, ``done`` marks) are
+signed with the job's secret (``config.job_secret``, set by the launcher) and every value
+read back is parsed strictly: a malformed or unsigned value, e.g. a stranger's, is logged
+and ignored (:class:`StoreValueError` inside).
+
 Faults: a daemon thread on every rank writes ``beat/<rank>`` = "<time> <collectives
 started>" to the store twice a second (a collective itself costs no store round trip). A
 collective that fails — a peer closed its connection, or nothing arrived within
 ``config.dist_timeout`` seconds — raises :class:`WorkerLost` naming the ranks that did not
-reach it or stopped beating.
+reach it or stopped beating. Before its data moves, every collective checks with
+:func:`agree` (one all-reduce of two integers) that all workers are at the same kind of
+collective with the same keys, order, shapes and dtypes, and raises
+:class:`CollectiveMismatch` on every rank, naming the rank and key, when they are not.
 """
 from __future__ import annotations
 
 import atexit
 import datetime
 import functools
+import hashlib
+import hmac
+import json
+import logging
+import math
+import socket
 import sys
 import threading
 import time
@@ -29,15 +46,28 @@ import torch
 from . import config
 from .base import MXNetError
 
-__all__ = ["WorkerLost", "all_reduce", "barrier", "broadcast", "num_workers", "one_writer",
+__all__ = ["CollectiveMismatch", "StoreValueError", "WorkerLost", "agree", "all_reduce",
+           "barrier", "broadcast", "fingerprint", "host_store", "num_workers", "one_writer",
            "rank"]
 
 _BEAT_S = 0.5  # heartbeat period; a rank silent for 6 periods counts as lost
+_MAX_DESCRIPTION = 64 << 20  # bytes a peer may announce for the description of its collective
 _STATE: dict = {}
+_LOG = logging.getLogger(__name__)
+_REJECTED: set = set()  # store keys whose rejected values were logged (once per key)
 
 
 class WorkerLost(MXNetError):
     """A collective failed because other workers died or stopped answering."""
+
+
+class StoreValueError(MXNetError, ValueError):
+    """A value in the rendezvous store is malformed or not signed with this job's secret."""
+
+
+class CollectiveMismatch(MXNetError):
+    """Workers reached different collectives, or one collective with different keys, key
+    order, shapes or dtypes."""
 
 
 def _dist():
@@ -62,11 +92,11 @@ def _join() -> dict:
     if _STATE:
         return _STATE
     dist = _dist()
+    _warn_if_unsigned()
     if config.env_flag("DMLC_ROLE"):
         store, rank, size = _dmlc_rendezvous()
     else:
-        size, rank = _env_int("WORLD_SIZE"), _env_int("RANK")
-        store, rank, size = next(dist.rendezvous("env://", rank, size, timeout=_timeout()))
+        store, rank, size = _env_rendezvous()
     if not dist.is_initialized():
         dist.init_process_group(_backend(), store=dist.PrefixStore("pg", store), rank=rank,
                                 world_size=size, timeout=_timeout())
@@ -88,6 +118,54 @@ def _backend() -> str:
     return "gloo"
 
 
+def _env_rendezvous() -> tuple:
+    """A worker under PyTorch's launch contract: rank 0 hosts the store at ``MASTER_ADDR``
+    (on that address only), unless a torchrun agent hosts it for all ranks."""
+    dist = _dist()
+    size, rank = _env_int("WORLD_SIZE"), _env_int("RANK")
+    if config.env_flag("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        # every rank is a client of the agent's store (symgraph.launch binds it to loopback)
+        return next(dist.rendezvous("env://", rank, size, timeout=_timeout()))
+    host, port = config.env_flag("MASTER_ADDR"), _env_int("MASTER_PORT")
+    if not host:
+        raise MXNetError("distributed kvstore: environment variable MASTER_ADDR is not set")
+    if rank == 0:
+        return host_store(host, port), rank, size
+    return dist.TCPStore(host, port, is_master=False, timeout=_timeout()), rank, size
+
+
+def host_store(host: str, port: int):
+    """A ``torch.distributed.TCPStore`` server listening on ``host``'s address only.
+
+    ``TCPStore(host, port, is_master=True)`` listens on every interface whatever ``host``
+    is; here a socket bound to ``host`` (``127.0.0.1`` for local jobs) is handed to it
+    instead. ``port`` 0 takes a free port (the store's ``port``).
+
+    >>> store = host_store("127.0.0.1", 0)
+    >>> store.host, store.port > 0
+    ('127.0.0.1', True)
+    """
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as err:
+        raise MXNetError(f"cannot host the rendezvous store on {host}:{port}: {err}") from err
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        bound = sock.getsockname()
+        store = _dist().TCPStore(bound[0], bound[1], is_master=True, wait_for_workers=False,
+                                 timeout=_timeout(), master_listen_fd=sock.fileno())
+    except BaseException as err:
+        sock.close()
+        if isinstance(err, OSError):
+            raise MXNetError(f"cannot host the rendezvous store on {host}:{port}: "
+                             f"{err}") from err
+        raise
+    sock.detach()  # the store's listener owns the descriptor from now on
+    return store
+
+
 def _dmlc_rendezvous() -> tuple:
     """A worker under MXNet's launch contract: a rank from the scheduler's store."""
     dist = _dist()
@@ -103,21 +181,93 @@ def _dmlc_rendezvous() -> tuple:
     return store, rank, size
 
 
+# ---------------------------------------------------------------- signed store values
+
+def _warn_if_unsigned() -> None:
+    if not config.get().job_secret:
+        _LOG.warning("symgraph: %s is not set, so values in the rendezvous store are checked "
+                     "but not authenticated (start jobs with `python -m symgraph.launch`, or "
+                     "give every process of the job the same random %s)",
+                     config.JOB_SECRET_ENV, config.JOB_SECRET_ENV)
+
+
+def _mac(key: str, payload: str) -> str:
+    secret = config.get().job_secret.encode()
+    return hmac.new(secret, f"{key}\n{payload}".encode(), hashlib.sha256).hexdigest()
+
+
+def _signed(key: str, payload: str) -> str:
+    """``payload`` signed for ``key`` with the job's secret (a value for the store)."""
+    return f"{payload}#{_mac(key, payload)}"
+
+
+def _verified(key: str, raw: bytes) -> str:
+    """The payload of a value :func:`_signed` for ``key``; :class:`StoreValueError` if it is
+    malformed or not signed with this job's secret (signed for another key or job)."""
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError:
+        raise StoreValueError(f"store key {key}: the value is not ASCII text") from None
+    payload, sep, mac = text.rpartition("#")
+    if not sep or not hmac.compare_digest(mac, _mac(key, payload)):
+        raise StoreValueError(f"store key {key}: the value is not signed with this job's "
+                              f"secret: {text[:48]!r}")
+    return payload
+
+
+def _parse_beat(payload: str) -> tuple[float, int]:
+    """``(time, collectives started)`` from a heartbeat's payload ``"<time> <count>"``."""
+    fields = payload.split(" ")
+    try:
+        when = float(fields[0])
+    except ValueError:
+        when = math.nan
+    if len(fields) != 2 or not fields[1].isdigit() or not math.isfinite(when):
+        raise StoreValueError(f"malformed heartbeat {payload[:48]!r}: want '<time> <count>'")
+    return when, int(fields[1])
+
+
+def _parse_done(payload: str) -> bool:
+    if payload != "done":
+        raise StoreValueError(f"malformed done mark {payload[:48]!r}")
+    return True
+
+
+def _read(store, key: str, parse):
+    """``parse`` of the signed value at ``key``; None when there is none, or when it is
+    rejected (malformed or unsigned, e.g. a stranger's: logged once per key, ignored). A
+    value deleted while being read counts as none; an unreachable store raises."""
+    if not store.check([key]):
+        return None
+    try:
+        return parse(_verified(key, store.get(key)))
+    except StoreValueError as err:
+        if key not in _REJECTED:
+            _REJECTED.add(key)
+            _LOG.warning("symgraph: ignoring a value in the rendezvous store: %s", err)
+        return None
+    except _dist().DistStoreError:  # gone between check and get: the get timed out
+        return None
+
+
 def _beat(store, rank: int) -> None:
+    key = f"beat/{rank}"
     while not _STATE.get("done"):
         try:
-            store.set(f"beat/{rank}", f"{time.time()!r} {_STATE['seq']}")
+            store.set(key, _signed(key, f"{time.time()!r} {_STATE['seq']}"))
         except Exception:  # noqa: BLE001 - the store host is gone: collectives will say so
             return
         time.sleep(_BEAT_S)
 
 
 def _last_beat(store, r: int) -> tuple[float, int]:
-    """``(time, collectives started)`` of rank ``r``'s last heartbeat (0, 0 if none)."""
-    if not store.check([f"beat/{r}"]):
-        return 0.0, 0
-    when, seq = store.get(f"beat/{r}").decode().split()
-    return float(when), int(seq)
+    """``(time, collectives started)`` of rank ``r``'s last valid heartbeat (0, 0 if none)."""
+    return _read(store, f"beat/{r}", _parse_beat) or (0.0, 0)
+
+
+def _finished(store, size: int) -> int:
+    """How many ranks marked themselves done with a valid ``done/<rank>``."""
+    return sum(_read(store, f"done/{r}", _parse_done) is not None for r in range(size))
 
 
 def _leave() -> None:
@@ -125,8 +275,9 @@ def _leave() -> None:
     the process group down before the interpreter does (its threads must not outlive it)."""
     _STATE["done"] = True
     _STATE["beat"].join(timeout=2 * _BEAT_S)
+    key = f"done/{_STATE['rank']}"
     try:
-        _STATE["store"].add("done", 1)
+        _STATE["store"].set(key, _signed(key, "done"))
     except Exception:  # noqa: BLE001 - nobody is left to tell
         pass
     dist = _dist()
@@ -194,19 +345,125 @@ def _collective(what: str, run) -> None:
 
 
 def all_reduce(tensor: torch.Tensor, what: str = "all_reduce") -> None:
-    """Sum ``tensor`` over all workers, in place (every worker gets the same bytes)."""
+    """Sum ``tensor`` over all workers, in place (every worker gets the same bytes). Call
+    :func:`agree` first: gloo pairs collectives by position and never checks them."""
     _collective(what, lambda: _dist().all_reduce(tensor))
 
 
 def broadcast(tensor: torch.Tensor, src: int = 0, what: str = "broadcast") -> None:
-    """Overwrite ``tensor`` with rank ``src``'s, in place."""
+    """Overwrite ``tensor`` with rank ``src``'s, in place (after :func:`agree`)."""
     _collective(what, lambda: _dist().broadcast(tensor, src))
 
 
 def barrier() -> None:
-    """Wait until every worker arrives (a one-number all-reduce on the CPU: no GPU is
-    involved, whatever the backends)."""
-    _collective("barrier", lambda: _dist().all_reduce(torch.zeros(1)))
+    """Wait until every worker arrives (the agreement of :func:`agree` alone: two integers
+    all-reduced on the CPU, whatever the backends)."""
+    agree("barrier", [])
+
+
+def fingerprint(what: str, entries: list) -> int:
+    """A 62-bit digest of a collective's kind ``what`` and its JSON-able ``entries`` (what
+    :func:`agree` compares; callers cache it per signature).
+
+    >>> fingerprint("kvstore push", [["'w'", [2, 3], "float32", "cpu"]]) > 0
+    True
+    """
+    text = json.dumps([what, entries])
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 2
+
+
+def agree(what: str, entries: list, digest: int | None = None) -> None:
+    """Check that every worker is at the same collective ``what`` with the same ``entries``
+    (e.g. ``[key, shape, dtype, device]`` per key, in order) before its data moves.
+
+    Costs one all-reduce of two integers (``digest``: :func:`fingerprint`). Only when the
+    workers disagree do they exchange their entries; then every worker raises
+    :class:`CollectiveMismatch` naming the first rank and key that differ from rank 0's, so
+    none hangs and no data collective pairs with one of another kind or layout.
+    """
+    digest = fingerprint(what, entries) if digest is None else digest
+    header = torch.tensor([digest, -digest], dtype=torch.int64)
+    dist = _dist()
+    _collective(what, lambda: dist.all_reduce(header, op=dist.ReduceOp.MAX))
+    if header.tolist() == [digest, -digest]:  # max == min == ours on every rank
+        return
+    seq = _STATE["seq"]
+    seen = _gather_json({"op": what, "entries": entries}, what)
+    raise CollectiveMismatch(f"{what} (collective #{seq}): workers disagree: "
+                             f"{_disagreement(seen)}")
+
+
+def _gather_json(obj, what: str) -> list:
+    """Every rank's JSON-able ``obj``, on every rank (two all-gathers; no pickle)."""
+    dist, size = _dist(), _STATE["size"]
+    data = json.dumps(obj).encode()
+    lengths = [torch.zeros(1, dtype=torch.int64) for _ in range(size)]
+    _collective(what, lambda: dist.all_gather(lengths, torch.tensor([len(data)])))
+    sizes = [int(n) for n in lengths]
+    for r, n in enumerate(sizes):
+        if not 0 < n <= _MAX_DESCRIPTION:
+            raise CollectiveMismatch(f"{what}: workers disagree, and rank {r} announced a "
+                                     f"{n}-byte description of its collective")
+    mine = torch.zeros(max(sizes), dtype=torch.uint8)
+    mine[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    texts = [torch.empty_like(mine) for _ in range(size)]
+    _collective(what, lambda: dist.all_gather(texts, mine))
+    seen = []
+    for r, (text, n) in enumerate(zip(texts, sizes)):
+        try:
+            got = json.loads(text[:n].numpy().tobytes())
+        except ValueError:
+            got = None
+        if not (isinstance(got, dict) and isinstance(got.get("op"), str)
+                and isinstance(got.get("entries"), list)):
+            raise CollectiveMismatch(f"{what}: workers disagree, and rank {r} sent an "
+                                     "unreadable description of its collective")
+        seen.append(got)
+    return seen
+
+
+def _disagreement(seen: list[dict]) -> str:
+    """The first rank whose collective differs from rank 0's, and how."""
+    base = seen[0]
+    for r, other in enumerate(seen[1:], 1):
+        if other != base:
+            return f"rank {r} {_difference(base, other)}"
+    return "the digests differ but the descriptions agree"  # two versions of symgraph
+
+
+def _difference(base: dict, other: dict) -> str:
+    if other["op"] != base["op"]:
+        return (f"is in {other['op']}{_keys_of(other)} where rank 0 is in "
+                f"{base['op']}{_keys_of(base)}")
+    ours, theirs = base["entries"], other["entries"]
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if a[:1] != b[:1]:
+            return (f"has key {_item(b, 0)} at position {i} where rank 0 has key "
+                    f"{_item(a, 0)} (every worker must push the same keys in the same order)")
+        if a != b:
+            return (f"has key {_item(b, 0)} with {_layout_of(b)} where rank 0 has "
+                    f"{_layout_of(a)}")
+    n = min(len(ours), len(theirs))
+    extra = (ours if len(ours) > n else theirs)[n]
+    return (f"has {len(theirs)} key(s) where rank 0 has {len(ours)} (the first key not on "
+            f"both is {_item(extra, 0)})")
+
+
+def _item(entry, i: int) -> str:
+    return str(entry[i]) if isinstance(entry, list) and len(entry) > i else "?"
+
+
+def _layout_of(entry) -> str:
+    shape = _item(entry, 1)
+    if isinstance(entry, list) and len(entry) > 1 and isinstance(entry[1], list):
+        shape = str(tuple(entry[1]))
+    return f"shape {shape}, dtype {_item(entry, 2)} on {_item(entry, 3)}"
+
+
+def _keys_of(desc: dict) -> str:
+    keys = [_item(e, 0) for e in desc["entries"][:6]]
+    more = ", ..." if len(desc["entries"]) > 6 else ""
+    return f" of key(s) {', '.join(keys)}{more}" if keys else ""
 
 
 # ---------------------------------------------------------------- MXNet's other roles
@@ -219,23 +476,27 @@ def serve_role() -> None:
     if role not in ("scheduler", "server"):
         return
     dist = _dist()
+    _warn_if_unsigned()
     size = _env_int("DMLC_NUM_WORKER")
-    store = dist.TCPStore(config.env_flag("DMLC_PS_ROOT_URI", "127.0.0.1"),
-                          _env_int("DMLC_PS_ROOT_PORT"), is_master=role == "scheduler",
-                          wait_for_workers=False, timeout=_timeout())
-    ours = dist.PrefixStore("symgraph", store)
-    sys.exit(_wait_for_workers(ours, size))
+    host, port = config.env_flag("DMLC_PS_ROOT_URI", "127.0.0.1"), _env_int("DMLC_PS_ROOT_PORT")
+    if role == "scheduler":
+        store = host_store(host, port)
+    else:
+        store = dist.TCPStore(host, port, is_master=False, timeout=_timeout())
+    store.set_timeout(datetime.timedelta(seconds=2))  # a get of a just-deleted key: _read
+    sys.exit(_wait_for_workers(dist.PrefixStore("symgraph", store), size))
 
 
 def _wait_for_workers(store, size: int) -> int:
-    """Until every worker counted itself done (0), or none has beaten for the timeout (1)."""
+    """Until every worker marked itself done (0), or none has beaten for the timeout (1).
+    Only valid marks and heartbeats of ranks ``0..size-1`` count."""
     last = time.time()
-    while store.add("done", 0) < size:
+    while (finished := _finished(store, size)) < size:
         newest = max(_last_beat(store, r)[0] for r in range(size))
         last = max(last, newest)
         if time.time() - last > config.get().dist_timeout:
             print(f"symgraph: no worker alive for {config.get().dist_timeout:g} s; "
-                  f"{store.add('done', 0)} of {size} finished", file=sys.stderr)
+                  f"{finished} of {size} finished", file=sys.stderr)
             return 1
         time.sleep(0.2)
     time.sleep(0.5)  # let servers see the count before the scheduler's store goes away

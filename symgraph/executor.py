@@ -94,6 +94,48 @@ def normalize_grad_req(grad_req, arg_names: list[str], frozen: set[str]) -> dict
     return reqs
 
 
+class UnknownArgumentError(BindError, TypeError):
+    """A keyword argument names no argument of the symbol (MXNet raises TypeError)."""
+
+
+def source_tensor(value, dst: torch.Tensor, name: str, what: str) -> torch.Tensor:
+    """``value`` (NDArray, numpy array, nested list, scalar) as a tensor that ``dst`` can
+    take with ``copy_``: a DTypeError naming ``what`` and ``name`` unless it is numeric data
+    that casts to ``dst``'s dtype (complex into real loses data: rejected)."""
+    if isinstance(value, NDArray):
+        src = value._t
+    else:
+        try:
+            src = torch.as_tensor(np.asarray(value))
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise DTypeError(f"{what} {name}: cannot use a value of type "
+                             f"{type(value).__name__} ({err})") from None
+    if src.is_complex() and not dst.is_complex():
+        raise DTypeError(f"{what} {name}: cannot cast {src.dtype} into "
+                         f"{dtype_name(dst.dtype)}")
+    return src
+
+
+def checked_source(value, dst: torch.Tensor, name: str, what: str,
+                   shape: tuple | None = None) -> torch.Tensor:
+    """:func:`source_tensor` of exactly ``dst``'s shape (or ``shape``; no broadcasting, as
+    MXNet's ``copyto``): a ShapeError naming ``what``, ``name`` and both shapes otherwise.
+
+    >>> import torch
+    >>> checked_source(np.ones((1, 3)), torch.zeros(2, 3), 'fc_weight', 'parameter')
+    Traceback (most recent call last):
+    ...
+    symgraph.base.ShapeError: parameter fc_weight: Shape inconsistent, Provided=(1, 3), \
+expected shape=(2, 3)
+    """
+    src = source_tensor(value, dst, name, what)
+    shape = dst.shape if shape is None else shape
+    if src.shape != shape:
+        raise ShapeError(f"{what} {name}: Shape inconsistent, Provided={tuple(src.shape)}, "
+                         f"expected shape={tuple(shape)}")
+    return src
+
+
 class Executor:
     """A bound symbol: arrays for arguments, gradients and aux states, and a prepared plan."""
 
@@ -180,9 +222,10 @@ class Executor:
 
     def _check_in(self, name: str, value) -> tuple:
         if name not in self.arg_dict:
-            raise BindError(f"forward: unknown argument {name!r}; arguments are {self._arg_names}")
+            raise UnknownArgumentError(f"forward: unknown argument {name!r}; arguments are "
+                                       f"{self._arg_names}")
         dst = self.arg_dict[name]
-        src = value._t if isinstance(value, NDArray) else torch.as_tensor(np.asarray(value))
+        src = source_tensor(value, dst._t, name, "forward: argument")
         if tuple(src.shape) != dst.shape:
             raise ShapeError(f"Shape not match! Argument {name}, need: {dst.shape}, received: "
                              f"{tuple(src.shape)} (use Executor.reshape to change shapes)")
@@ -279,23 +322,25 @@ class Executor:
     # ------------------------------------------------------------ parameters
     def copy_params_from(self, arg_params: Mapping, aux_params: Mapping | None = None,
                          allow_extra_params: bool = False) -> None:
-        """Copy values into the bound arguments and aux states by name."""
+        """Copy values into the bound arguments and aux states by name; every entry is
+        checked (name, exact shape, castable dtype) before any is copied."""
+        for dst, src in self._stage_params(arg_params, aux_params, allow_extra_params):
+            dst.copy_(src)
+
+    def _stage_params(self, arg_params: Mapping, aux_params: Mapping | None,
+                      allow_extra: bool) -> list[tuple]:
+        """``(target tensor, source tensor)`` of every entry, all checked; nothing copied."""
         staged = []
         for params, target, kind in ((arg_params, self.arg_dict, "arguments"),
                                      (aux_params or {}, self.aux_dict, "aux states")):
             for name, value in params.items():
                 if name not in target:
-                    if allow_extra_params:
+                    if allow_extra:
                         continue
-                    raise ValueError(f'Find name "{name}" that is not in the {kind}')
-                src = value._t if isinstance(value, NDArray) else torch.as_tensor(value)
+                    raise BindError(f'Find name "{name}" that is not in the {kind}')
                 dst = target[name]._t
-                if tuple(src.shape) != tuple(dst.shape):
-                    raise ShapeError(f"copy_params_from: {name} has shape {tuple(dst.shape)}, "
-                                     f"got {tuple(src.shape)}")
-                staged.append((dst, src))
-        for dst, src in staged:  # all checked first: a bad entry changes nothing
-            dst.copy_(src)
+                staged.append((dst, checked_source(value, dst, name, "copy_params_from:")))
+        return staged
 
     def set_monitor_callback(self, callback: Callable, monitor_all: bool = False) -> None:
         """Call ``callback(name, array)`` on every op output (and input with ``monitor_all``)."""

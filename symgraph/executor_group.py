@@ -13,8 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .base import MXNetError
+from .base import BindError, MXNetError
 from .context import Context, cpu
+from .executor import checked_source
 from .ndarray import NDArray
 from .ndarray import concat as nd_concat
 
@@ -90,35 +91,40 @@ def _slice_shape(shape: tuple, axis: int, length: int) -> tuple:
     return shape[:axis] + (length,) + shape[axis + 1:]
 
 
-def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slices) -> None:
+def _whole_shape(dsts: Sequence[NDArray], axis: int, slices) -> tuple:
+    """The shape of the batch whose slices fill the per-device arrays ``dsts``."""
+    shape = dsts[0].shape
+    return shape if axis < 0 else _slice_shape(shape, axis, slices[len(dsts) - 1].stop)
+
+
+def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slices,
+                  names: Sequence[str] = ()) -> None:
     """Copy each source array's slices into the per-device targets (a source given as a
-    list holds one array per device already)."""
-    for src, dsts, axis in zip(arrays, targets, axes):
+    list holds one array per device already). Every source must have exactly the shape of
+    the batch (MXNet's ``copyto``; no broadcasting): a ShapeError naming the input and both
+    shapes otherwise, raised before anything is copied."""
+    sources = []
+    for i, (src, dsts, axis) in enumerate(zip(arrays, targets, axes)):
+        name = names[i] if i < len(names) else f"input {i}"
         if isinstance(dsts, NDArray):  # one device: the whole array
-            dsts[:] = src
-            continue
-        if isinstance(src, (list, tuple)):  # already one array per device
+            sources.append(checked_source(src, dsts._t, name, "data batch:"))
+        elif isinstance(src, (list, tuple)):  # already one array per device
+            sources.append([checked_source(p, d._t, f"{name} (device {k})", "data batch:")
+                            for k, (p, d) in enumerate(zip(src, dsts))])
+        elif len(dsts) == 1 and isinstance(src, NDArray) and src._t.shape == dsts[0]._t.shape:
+            sources.append(src._t)  # the whole batch into one device: a plain copy
+        else:
+            sources.append(checked_source(src, dsts[0]._t, name, "data batch:",
+                                          _whole_shape(dsts, axis, slices)))
+    for src, dsts, axis in zip(sources, targets, axes):
+        if isinstance(dsts, NDArray):
+            dsts._t.copy_(src)
+        elif isinstance(src, list):
             for piece, dst in zip(src, dsts):
-                piece.copyto(dst)
-            continue
-        if len(dsts) == 1 and isinstance(src, NDArray) and src._t.shape == dsts[0]._t.shape:
-            dsts[0]._t.copy_(src._t)  # the whole batch into one device: a plain copy
-            continue
-        if axis < 0:  # no batch axis: every device gets all of it
-            for dst in dsts:
-                dst[:] = src
-            continue
-        if not isinstance(src, NDArray):
-            src_np = np.asarray(src)
+                dst._t.copy_(piece)
+        else:
             for sl, dst in zip(slices, dsts):
-                dst[:] = np.take(src_np, range(sl.start, sl.stop), axis=axis)
-            continue
-        for sl, dst in zip(slices, dsts):
-            piece = src._t.narrow(axis, sl.start, sl.stop - sl.start)
-            if piece.shape == dst._t.shape:
-                dst._t.copy_(piece)  # what dst[:] = piece does, without the indexing rules
-            else:
-                dst[:] = NDArray(piece)
+                dst._t.copy_(_narrow(src, axis, sl) if len(dsts) > 1 else src)
 
 
 def _narrow(t, axis: int, sl: slice):
@@ -301,9 +307,12 @@ class DataParallelExecutorGroup:
 
     # ------------------------------------------------------------ parameters
     def set_params(self, arg_params, aux_params, allow_extra: bool = False) -> None:
-        """Copy parameters into every executor."""
-        for exe in self.execs:
-            exe.copy_params_from(arg_params, aux_params, allow_extra_params=allow_extra)
+        """Copy parameters into every executor: all entries on all contexts are checked
+        (names, exact shapes, castable dtypes) before any is copied."""
+        staged = [exe._stage_params(arg_params, aux_params, allow_extra) for exe in self.execs]
+        for pairs in staged:
+            for dst, src in pairs:
+                dst.copy_(src)
 
     def _param_blocks(self, arg_params, aux_params) -> list[tuple]:
         """``(target dict, name, per-context arrays)`` of every parameter and aux state."""
@@ -354,9 +363,17 @@ class DataParallelExecutorGroup:
 
     # ------------------------------------------------------------ running
     def _load(self, data_batch) -> None:
-        _load_general(data_batch.data, self.data_arrays, self.data_layouts, self.slices)
-        if self.label_arrays and getattr(data_batch, "label", None):
-            _load_general(data_batch.label, self.label_arrays, self.label_layouts, self.slices)
+        data, labels = data_batch.data, getattr(data_batch, "label", None)
+        if len(data) != len(self.data_arrays):
+            raise BindError(f"data batch has {len(data)} data arrays for "
+                            f"{len(self.data_names)} data names {self.data_names}")
+        if self.label_arrays and labels and len(labels) != len(self.label_arrays):
+            raise BindError(f"data batch has {len(labels)} label arrays for "
+                            f"{len(self.label_names)} label names {self.label_names}")
+        _load_general(data, self.data_arrays, self.data_layouts, self.slices, self.data_names)
+        if self.label_arrays and labels:
+            _load_general(labels, self.label_arrays, self.label_layouts, self.slices,
+                          self.label_names)
 
     def forward(self, data_batch=None, is_train: bool | None = None) -> None:
         """Load ``data_batch`` (if given) into every executor's slice and run forward."""
@@ -371,15 +388,33 @@ class DataParallelExecutorGroup:
         """Backward on every executor; ``out_grads`` (for non-loss heads) are sliced."""
         if not self.for_training:
             raise MXNetError("re-bind with for_training=True to run backward")
-        self._writes[0] += 1
         if isinstance(out_grads, NDArray):
             out_grads = [out_grads]
+        if out_grads is not None:
+            out_grads = self._check_out_grads(out_grads)
+        self._writes[0] += 1
         for exe, sl in zip(self.execs, self.slices):
             grads = None
             if out_grads is not None:
-                grads = [NDArray(_narrow(g._t, axis, sl).to(out._t.device)) for g, axis, out in
-                         zip(out_grads, self.output_layouts, exe.outputs)]
+                grads = [None if g is None else NDArray(_narrow(g, axis, sl).to(out._t.device))
+                         for g, axis, out in zip(out_grads, self.output_layouts, exe.outputs)]
             exe.backward(out_grads=grads)
+
+    def _check_out_grads(self, out_grads) -> list:
+        """The head gradients as tensors, each of exactly its output's whole-batch shape
+        (a BindError for a wrong count, a ShapeError naming the output and both shapes),
+        checked before any executor runs."""
+        if len(out_grads) != len(self.output_names):
+            raise BindError(f"backward: {len(out_grads)} out_grads for "
+                            f"{len(self.output_names)} outputs {self.output_names}")
+        tensors = []
+        for g, (name, shape), out in zip(out_grads, self.get_output_shapes(),
+                                         self.execs[0].outputs):
+            if self.batch_size is None:  # no input has a batch axis: per-device shapes
+                shape = tuple(out.shape)
+            tensors.append(None if g is None else checked_source(
+                g, out._t, name, "backward: out_grad of output", shape))
+        return tensors
 
     def get_output_shapes(self) -> list[tuple]:
         """(name, shape) of each output for the whole batch."""

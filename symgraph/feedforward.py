@@ -9,13 +9,19 @@ import warnings
 
 import numpy as np
 
+from .base import BindError
 from .context import Context, cpu
+from .executor import checked_source
+from .executor_group import _load_general
 from .ndarray import NDArray, zeros
 
 
-def _load_data(batch, targets) -> None:
-    for src, dst in zip(batch.data, targets):
-        dst[:] = src
+def _load_data(batch, targets, names) -> None:
+    """Copy the batch's data arrays into the predictor's inputs (exact shapes and count)."""
+    if len(batch.data) != len(targets):
+        raise BindError(f"data batch has {len(batch.data)} data arrays for {len(targets)} "
+                        f"data names {names}")
+    _load_general(batch.data, targets, [-1] * len(targets), None, names)
 
 
 class FeedForward:
@@ -90,9 +96,10 @@ class FeedForward:
         arg_params = {n: zeros(s) for n, s in zip(arg_names, arg_shapes) if n in param_names}
         aux_params = {n: zeros(s) for n, s in zip(aux_names, aux_shapes)}
         for mine, given in ((arg_params, self.arg_params), (aux_params, self.aux_params)):
-            for k, v in mine.items():
+            for k, v in mine.items():  # fresh arrays: self's change only if all succeed
                 if given and k in given and not overwrite:
-                    v[:] = given[k]
+                    # exact shapes: MXNet would broadcast (1, n) into (m, n) here
+                    v._t.copy_(checked_source(given[k], v._t, k, "FeedForward: parameter"))
                 else:
                     self.initializer(k, v)
         self.arg_params, self.aux_params = arg_params, aux_params
@@ -162,7 +169,7 @@ class FeedForward:
         for i, batch in enumerate(X):
             if num_batch is not None and i == num_batch:
                 break
-            _load_data(batch, arrays)
+            _load_data(batch, arrays, names)
             self._pred_exec.forward(is_train=False)
             yield batch
 

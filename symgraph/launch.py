@@ -15,15 +15,26 @@ a scheduler, ``-s`` servers (default 1) and N workers, all running the script wi
 set (symgraph's scheduler and servers exit once the workers are done; MXNet 1.9.1's own
 processes run under it too). :func:`start_local` and :func:`wait` are the same starter for
 Python callers (tests, benchmarks).
+
+Every job gets a new secret (``config.JOB_SECRET_ENV`` in the workers' environment, with which
+they sign what they write to the rendezvous store), and every store listens on 127.0.0.1
+only: torchrun's two (the agent's rendezvous store and the workers' store it shares) through
+the ``symgraph-c10d`` rendezvous backend, rank 0's or the scheduler's through
+:func:`symgraph.distributed.host_store`. Workers' gloo connections use the loopback
+interface too (``GLOO_SOCKET_IFNAME``, unless set).
 """
 from __future__ import annotations
 
 import argparse
-import os
+import secrets
 import socket
 import subprocess
 import sys
 import time
+
+from . import config
+
+_RDZV = "symgraph-c10d"  # torchrun's c10d rendezvous, with its stores bound to the endpoint
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,15 +65,53 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 def torchrun_args(argv: list[str]) -> list[str]:
     """torchrun's command line for ours.
 
-    >>> torchrun_args(['-n', '2', 'train.py', '--lr', '0.1'])[:4]
-    ['--nnodes=1', '--nproc-per-node=2', '--rdzv-backend=c10d', '--rdzv-endpoint=127.0.0.1:0']
+    >>> torchrun_args(['-n', '2', 'train.py', '--lr', '0.1'])[1:4]
+    ['--nproc-per-node=2', '--rdzv-backend=symgraph-c10d', '--rdzv-endpoint=127.0.0.1:0']
     >>> torchrun_args(['-n', '2', 'train.py', '--lr', '0.1'])[-3:]
     ['train.py', '--lr', '0.1']
     """
     ns = _parse(argv)
-    return ["--nnodes=1", f"--nproc-per-node={ns.num_workers}", "--rdzv-backend=c10d",
-            f"--rdzv-endpoint=127.0.0.1:{ns.master_port}", "--max-restarts=0",
-            ns.script, *ns.args]
+    return ["--nnodes=1", f"--nproc-per-node={ns.num_workers}", f"--rdzv-backend={_RDZV}",
+            f"--rdzv-endpoint=127.0.0.1:{ns.master_port}", "--local-addr=127.0.0.1",
+            "--max-restarts=0", ns.script, *ns.args]
+
+
+def _loopback_rendezvous(params):
+    """torchrun's c10d rendezvous handler, with the agent's store and the workers' store it
+    shares (``TORCHELASTIC_USE_AGENT_STORE``) listening on the endpoint's address only —
+    torch's own listen on every interface."""
+    from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import (
+        C10dRendezvousBackend,
+    )
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler
+    from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
+
+    from .distributed import host_store
+
+    class Backend(C10dRendezvousBackend):
+        name = _RDZV  # torch checks that the handler reports the backend asked for
+
+    host, port = parse_rendezvous_endpoint(params.endpoint, default_port=0)
+    store = host_store(host, port)
+    handler = create_handler(store, Backend(store, params.run_id), params)
+    # the one place torch makes the workers' store; ours binds (the node's address is
+    # --local-addr, 127.0.0.1)
+    handler._create_tcp_store_server = host_store
+    return handler
+
+
+def job_env(base: dict) -> dict:
+    """``base`` with a new job secret, and gloo on the loopback interface unless chosen.
+
+    >>> first, second = job_env({}), job_env({})
+    >>> len(first['SYMGRAPH_JOB_SECRET']), first != second
+    (64, True)
+    """
+    env = {**base, config.JOB_SECRET_ENV: secrets.token_hex(32)}
+    loopback = {"linux": "lo", "darwin": "lo0"}.get(sys.platform)
+    if loopback and "GLOO_SOCKET_IFNAME" not in env:
+        env["GLOO_SOCKET_IFNAME"] = loopback
+    return env
 
 
 def free_port() -> int:
@@ -78,7 +127,7 @@ def start_local(cmd: list[str], n: int, dmlc: bool = False, env: dict | None = N
     ``WORLD_SIZE``, ``MASTER_ADDR``/``PORT``), or with ``dmlc`` MXNet's (a scheduler,
     ``num_servers`` servers and the workers). Returns ``(processes, roles)``."""
     port = port or free_port()
-    base = dict(os.environ if env is None else env)
+    base = job_env(config.environ() if env is None else env)
     procs, roles = [], []
     if dmlc:
         common = {"DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": str(port),
@@ -127,6 +176,14 @@ def main(argv: list[str] | None = None) -> None:
         codes, _ = wait(procs)
         sys.exit(next((c for c in codes if c), 0))
     from torch.distributed import run
+    from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
+
+    from . import util
+    env = job_env(config.environ())
+    for name in (config.JOB_SECRET_ENV, "GLOO_SOCKET_IFNAME"):  # the workers inherit them
+        if name in env:
+            util.setenv(name, env[name])
+    rendezvous_handler_registry.register(_RDZV, _loopback_rendezvous)
     run.main(torchrun_args(argv))
 
 

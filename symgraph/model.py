@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import config, io, metric
+from . import checkpoint, config, io, metric
 from . import kvstore as kvs
 from . import ndarray as nd
 from . import optimizer as opt
@@ -25,7 +25,6 @@ from .initializer import Uniform
 from .io import DataDesc
 from .kvstore import each_key
 from .ndarray import load as nd_load
-from .ndarray import save as nd_save
 from .optimizer import get_updater
 from .symbol import load as sym_load
 
@@ -55,22 +54,39 @@ def save_checkpoint(prefix: str, epoch: int, symbol, arg_params: dict, aux_param
     >>> sorted(os.listdir(d))
     ['net-0003.params', 'net-symbol.json']
     """
-    if symbol is not None:
-        symbol.save(f"{prefix}-symbol.json", remove_amp_cast=remove_amp_cast)
+    checkpoint.save(prefix, epoch, symbol, _checkpoint_dict(arg_params, aux_params),
+                    remove_amp_cast=remove_amp_cast)
+    logging.info('Saved checkpoint to "%s"', checkpoint.params_path(prefix, epoch))
+
+
+def _checkpoint_dict(arg_params: dict, aux_params: dict) -> dict:
+    """The ``arg:``/``aux:`` keyed CPU copies a ``.params`` checkpoint holds."""
     save_dict = {f"arg:{k}": v.as_in_context(cpu()) for k, v in arg_params.items()}
     save_dict.update({f"aux:{k}": v.as_in_context(cpu()) for k, v in aux_params.items()})
-    param_name = f"{prefix}-{epoch:04d}.params"
-    nd_save(param_name, save_dict)
-    logging.info('Saved checkpoint to "%s"', param_name)
+    return save_dict
+
+
+class MissingParamError(MXNetError):
+    """Values for some parameters are missing (a checkpoint without them, an ``arg_params``
+    dict without ``allow_missing``); MXNet raises RuntimeError here."""
+
+
+class LoadedParams(dict):
+    """A dict of parameter values read from a file; ``source`` names the file, so errors
+    about its entries (a missing parameter, a wrong shape) can say where they came from."""
+
+    def __init__(self, source: str):
+        super().__init__()
+        self.source = source
 
 
 def load_params(prefix: str, epoch: int) -> tuple[dict, dict]:
-    """``(arg_params, aux_params)`` from ``prefix-%04d.params``."""
+    """``(arg_params, aux_params)`` from ``prefix-%04d.params`` (:class:`LoadedParams`)."""
     fname = f"{prefix}-{epoch:04d}.params"
     save_dict = nd_load(fname)
     if not isinstance(save_dict, dict):
         raise MXNetError(f"Invalid param file {fname}: it holds an unnamed list of arrays")
-    arg_params, aux_params = {}, {}
+    arg_params, aux_params = LoadedParams(fname), LoadedParams(fname)
     for key, value in save_dict.items():
         kind, _, name = key.partition(":")
         if kind == "arg":

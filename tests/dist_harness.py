@@ -24,10 +24,12 @@ def _env(extra: dict) -> dict:
     return env
 
 
-def start(cmd: list[str], n: int, dmlc: bool = False, env: dict | None = None) -> tuple:
+def start(cmd: list[str], n: int, dmlc: bool = False, env: dict | None = None,
+          port: int = 0) -> tuple:
     """:func:`symgraph.launch.start_local` from the repository root with the tests'
-    environment: ``(processes, roles)``."""
-    return launch.start_local(cmd, n, dmlc=dmlc, env=_env(env or {}), cwd=str(ROOT))
+    environment (on ``port``, 0: a free one): ``(processes, roles)``."""
+    return launch.start_local(cmd, n, dmlc=dmlc, env=_env(env or {}), port=port,
+                              cwd=str(ROOT))
 
 
 wait = launch.wait

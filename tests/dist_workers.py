@@ -208,6 +208,121 @@ def lost_worker(mx) -> dict:
     return {"rank": r, "error": None}
 
 
+# ---------------------------------------------------------------- tests/test_reliability_dist.py
+
+def _proc_address(hexaddr: str) -> str:
+    """An address of /proc/net/tcp{,6} ("0100007F", 32 hex digits for IPv6) as text."""
+    import socket
+    raw = bytes.fromhex(hexaddr)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # host-order words
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, words)
+
+
+def listening_sockets(pids: list[int]) -> list[list]:
+    """``[address, port, pid]`` of every TCP socket in LISTEN state that ``pids`` hold."""
+    owner = {}
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                owner[link[8:-1]] = pid
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            rows = [line.split() for line in f.read().splitlines()[1:]]
+        for row in rows:
+            if row[3] == "0A" and row[9] in owner:  # 0A: LISTEN
+                addr, port = row[1].split(":")
+                found.append([_proc_address(addr), int(port, 16), owner[row[9]]])
+    return found
+
+
+def _job_pids() -> list[int]:
+    """This worker's parent (the launcher, or the test) and every child of that parent."""
+    parent, pids = os.getppid(), [os.getppid()]
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if entry.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+            pids.append(int(entry))
+    return pids
+
+
+def listening(mx) -> dict:
+    """The TCP sockets this job listens on, once every worker joined the process group."""
+    kv = _kv(mx)
+    kv.init("w", mx.nd.zeros((2,)))
+    kv.barrier()
+    found = listening_sockets(_job_pids())
+    kv.barrier()  # the other workers' sockets stay open until everyone looked
+    return {"rank": kv.rank, "listening": found}
+
+
+def _disagreeing_calls(mx) -> dict:
+    """Ways for two workers to disagree: ``case(kv, rank)`` makes the calls."""
+    def key_order(kv, r):  # rank 0 pushes keys a, b; rank 1 pushes b, a
+        pairs = [("a", mx.nd.arange(3) + 10 * r), ("b", mx.nd.arange(4) + 10 * r)]
+        keys, values = zip(*(pairs if r == 0 else pairs[::-1]))
+        kv.push(list(keys), list(values))
+
+    def extra_push(kv, r):  # rank 1 pushes key a once more; rank 0 goes on to a barrier
+        kv.push("a", mx.nd.ones((3,)))
+        if r == 1:
+            kv.push("a", mx.nd.ones((3,)))
+        kv.barrier()
+
+    def dtype_push(kv, r):  # rank 0 pushes key a as float16, rank 1 as float32
+        kv.push("a", mx.nd.ones((3,), dtype="float16" if r == 0 else "float32"))
+    return {"key_order": key_order, "extra_push": extra_push, "dtype_push": dtype_push}
+
+
+def disagree(mx) -> dict:
+    """Each disagreeing call in turn: the error it raised (None if none), then whether the
+    process group still works (a barrier and a push that agree)."""
+    kv = _kv(mx)
+    kv.init(["a", "b"], [mx.nd.zeros((3,)), mx.nd.zeros((4,))])
+    got = {"rank": kv.rank}
+    for name, case in _disagreeing_calls(mx).items():
+        try:
+            case(kv, kv.rank)
+            got[name] = {"error": None}
+        except mx.MXNetError as err:
+            got[name] = {"error": type(err).__name__, "message": str(err)}
+    kv.barrier()
+    kv.push("b", mx.nd.ones((4,)))
+    out = mx.nd.zeros((4,))
+    kv.pull("b", out=out)
+    got["after"] = out.asnumpy().tolist()
+    return got
+
+
+def wait_for_go(mx) -> dict:
+    """Join and record the job's listening sockets, then wait (at most 60 s) for the file
+    ``$GO_FILE`` before a push and a pull."""
+    kv = _kv(mx)
+    kv.init("w", mx.nd.zeros((2,)))
+    kv.barrier()
+    found = listening_sockets(_job_pids())
+    deadline = time.time() + 60
+    while not os.path.exists(os.environ["GO_FILE"]) and time.time() < deadline:
+        time.sleep(0.05)
+    kv.push("w", mx.nd.ones((2,)))
+    out = mx.nd.zeros((2,))
+    kv.pull("w", out=out)
+    kv.barrier()
+    return {"rank": kv.rank, "sum": out.asnumpy().tolist(), "listening": found}
+
+
 def main() -> None:
     scenario, out = sys.argv[1], sys.argv[2]
     import symgraph as mx

@@ -42,8 +42,8 @@ from collections import defaultdict
 
 from .. import ndarray as _nd
 from ..base import MXNetError
+from ..fileio import atomic_write
 from ..symbol import load_json
-from ..symbol.json_io import atomic_write
 from .block import Block, HybridBlock, _brief
 
 
@@ -176,6 +176,7 @@ def load_parameters(block: Block, filename: str, ctx, allow_missing: bool,  # no
                     f"Parameter '{name}' is missing in file '{filename}', which contains "
                     f"parameters: {_brief(loaded.keys())}. Set allow_missing=True to "
                     "ignore missing parameters.")
+    staged = []  # all or nothing: every entry is checked before any is loaded
     for name in loaded:
         if not ignore_extra and name not in params:
             raise ValueError(
@@ -183,5 +184,7 @@ def load_parameters(block: Block, filename: str, ctx, allow_missing: bool,  # no
                 f"ParameterDict, which contains parameters {_brief(block._params.keys())}. "
                 "Set ignore_extra=True to ignore. ")
         if name in params:
-            params[name]._load_init(loaded[name], ctx, cast_dtype=cast_dtype,
-                                    dtype_source=dtype_source)
+            staged.append((params[name], params[name]._check_load(
+                loaded[name], ctx, cast_dtype, dtype_source)))
+    for param, checked in staged:
+        param._apply_load(*checked)

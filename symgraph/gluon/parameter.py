@@ -386,51 +386,58 @@ because the later does not include Parameters of nested child Blocks
     def _load_init(self, data: NDArray, ctx, cast_dtype: bool = False,
                    dtype_source: str = 'current') -> None:
         """(Re)initialize from loaded ``data`` on ``ctx``, checking shape and dtype."""
+        self._apply_load(*self._check_load(data, ctx, cast_dtype, dtype_source))
+
+    def _check_load(self, data: NDArray, ctx, cast_dtype: bool = False,
+                    dtype_source: str = 'current') -> tuple:
+        """``(data, contexts, dtype to adopt or None)`` for :meth:`_apply_load`, ``data``
+        checked against shape (0 matches any size), dtype and contexts (MXNet's errors);
+        changes nothing, so a loader checks every parameter before loading any."""
         if cast_dtype:
             _require(dtype_source in ['current', 'saved'])
-        if self.shape:
-            for self_dim, data_dim in zip(self.shape, data.shape):
-                if self_dim not in (0, data_dim):
-                    raise AssertionError(
-                        f"Failed loading Parameter '{self.name}' from saved params: shape "
-                        f"incompatible expected {self.shape} vs saved {data.shape}")
-            self.shape = tuple(i if i != 0 else j for i, j in zip(self.shape, data.shape))
+        if self.shape and (len(self.shape) != len(data.shape) or any(
+                dim not in (0, got) for dim, got in zip(self.shape, data.shape))):
+            raise AssertionError(
+                f"Failed loading Parameter '{self.name}' from saved params: shape "
+                f"incompatible expected {self.shape} vs saved {data.shape}")
+        dtype = None
         if self.dtype:
-            data = self._load_dtype(data, cast_dtype, dtype_source)
+            data, dtype = self._load_dtype(data, cast_dtype, dtype_source)
         if isinstance(ctx, Context):
             ctx = [ctx]
+        known = self.list_ctx() if self._data is not None else \
+            (self._deferred_init[1] if self._deferred_init else None)
+        if ctx is not None and known is not None and set(ctx) != set(known):
+            raise AssertionError(
+                f"Failed to load Parameter '{self.name}' on {ctx} because it was "
+                f"previous initialized on {known}.")
+        return data, known or ctx or [cpu()], dtype
+
+    def _apply_load(self, data: NDArray, ctx: list, dtype) -> None:
+        """Load ``data`` checked by :meth:`_check_load`."""
+        if dtype is not None:
+            self.dtype = dtype
+        if self.shape:
+            self.shape = tuple(i if i != 0 else j for i, j in zip(self.shape, data.shape))
         if self._data is None:
-            if self._deferred_init:
-                if ctx is not None and set(ctx) != set(self._deferred_init[1]):
-                    raise AssertionError(
-                        f"Failed to load Parameter '{self.name}' on {ctx} because it was "
-                        f"previous initialized on {self.list_ctx()}.")
-                ctx = self._deferred_init[1]
-            elif ctx is None:
-                ctx = [cpu()]
             self._init_impl(data, ctx)
         else:
-            if ctx is not None and set(ctx) != set(self.list_ctx()):
-                raise AssertionError(
-                    f"Failed to load Parameter '{self.name}' on {ctx} because it was "
-                    f"previous initialized on {self.list_ctx()}.")
             self.set_data(data)
         self._deferred_init = ()
 
-    def _load_dtype(self, data: NDArray, cast_dtype: bool, dtype_source: str) -> NDArray:
-        """``data`` checked against (or cast to, or setting) this parameter's dtype."""
+    def _load_dtype(self, data: NDArray, cast_dtype: bool, dtype_source: str) -> tuple:
+        """``(data, dtype to adopt or None)``: ``data`` checked against or cast to the dtype."""
         same = dtype_name(self.dtype) == dtype_name(data._t.dtype)
         if cast_dtype and not same:
             if dtype_source == 'current':
-                return data.astype(self.dtype, copy=False)
-            self.dtype = data.dtype
-            return data
+                return data.astype(self.dtype, copy=False), None
+            return data, data.dtype
         if not same:
             raise AssertionError(
                 f"Failed loading Parameter '{self.name}' from saved params: dtype incompatible "
                 f"expected {self.dtype} vs saved {_dtype_str(data)}. "
                 "Set cast_dtype=True to cast the dtype of saved params.")
-        return data
+        return data, None
 
     # ----------------------------------------------------------------- changing values
     def _reduce(self) -> NDArray:
@@ -458,12 +465,12 @@ because the later does not include Parameters of nested child Blocks
                              "has not been initialized.")
 
     def set_data(self, data) -> None:
-        """Set the value on all contexts (kept for later while initialization is deferred)."""
+        """Set the value on all contexts (kept while initialization is deferred); a shape
+        that does not match (0 matches any size) changes nothing."""
+        if self._data is None and not self._deferred_init:
+            raise AssertionError(f"Parameter '{self.name}' has not been initialized")
         self.shape = data.shape
         if self._data is None:
-            if not self._deferred_init:
-                raise AssertionError(
-                    f"Parameter '{self.name}' has not been initialized")
             self._deferred_init = self._deferred_init[:3] + (data,)
             return
         trainer = self._trainer
@@ -775,6 +782,7 @@ not match with stored for attribute 'shape': desired '(4, 3)' vs stored '(2, 3)'
                         f"parameters: {_brief_print_list(arg_dict.keys())}. Please make sure "
                         "source and target networks have the same prefix.For more info on "
                         f"naming, please see {_NAMING_URL}")
+        staged = []  # all or nothing: every entry is checked before any is loaded
         for name in arg_dict:
             if name not in self._params:
                 if not ignore_extra:
@@ -785,5 +793,7 @@ not match with stored for attribute 'shape': desired '(4, 3)' vs stored '(2, 3)'
                         "networks have the same prefix.For more info on naming, please see "
                         f"{_NAMING_URL}")
                 continue
-            self[name]._load_init(arg_dict[name], ctx, cast_dtype=cast_dtype,
-                                  dtype_source=dtype_source)
+            staged.append((self[name], self[name]._check_load(arg_dict[name], ctx, cast_dtype,
+                                                              dtype_source)))
+        for param, checked in staged:
+            param._apply_load(*checked)

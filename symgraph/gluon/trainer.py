@@ -11,9 +11,9 @@ so ``load_states`` reads only files written by symgraph.
 from __future__ import annotations
 
 from .. import optimizer as opt
+from ..fileio import atomic_write
 from ..kvstore import KVStore, each_key
 from ..model import _create_kvstore, _create_sparse_kvstore
-from ..symbol.json_io import atomic_write
 from .parameter import Parameter, ParameterDict, arrays_version
 
 __all__ = ["Trainer"]
@@ -448,6 +448,8 @@ Parameters with stale gradient
     def load_states(self, fname: str) -> None:
         """Loads trainer states (e.g. optimizer, momentum) from a file written by
         :meth:`save_states`; ``optimizer.param_dict`` is set from this Trainer's parameters.
+        The file is validated, and each state checked against its parameter, before any
+        updater changes (``StatesShapeError`` naming the parameter and both shapes).
 
         Parameters
         ----------
@@ -460,10 +462,15 @@ Parameters with stale gradient
             self._optimizer = self._kvstore._updater.optimizer
         else:
             with open(fname, "rb") as f:
-                states = f.read()
-            for updater in self._updaters:
-                updater.set_states(states)
-                updater.optimizer = self._updaters[0].optimizer
+                blob = f.read()
+            # every updater's states read and checked against its context's weights first:
+            # an error leaves all of them as they were
+            loaded = [updater._read_states(blob, {i: p._data[k] for i, p in
+                                                  enumerate(self._params) if p._data}, fname)
+                      for k, updater in enumerate(self._updaters)]
+            optimizer = loaded[0][1]  # one optimizer shared by the updaters, as before
+            for updater, (states, _) in zip(self._updaters, loaded):
+                updater._install(states, optimizer, fname)
             self._optimizer = self._updaters[0].optimizer
         self._optimizer.param_dict = dict(enumerate(self._params))
 

@@ -24,6 +24,13 @@ of :mod:`symgraph.distributed` keep the replicas equal.
   with ``WorkerLost`` when it exits (or after the timeout), never hang. After a
   ``WorkerLost`` the process group is unusable and the store's values are undefined:
   restart the job from its last checkpoint.
+- Before its data moves, every ``init``, sync ``push``/``pushpull``, ``dist_async``
+  averaging and ``barrier`` checks (:func:`symgraph.distributed.agree`: one all-reduce of
+  two integers; the digest of a push signature is computed once) that every worker is at
+  the same call with the same keys, in the same order, with the same shapes and dtypes.
+  When not, every worker raises ``CollectiveMismatch`` naming the rank and the key, e.g.
+  ``kvstore push (collective #5): workers disagree: rank 1 has key 'b' at position 0
+  where rank 0 has key 'a' ...``, and the replicas are left as they were.
 """
 from __future__ import annotations
 
@@ -58,9 +65,17 @@ def _spec(t: torch.Tensor) -> tuple:
     return t.numel() * t.element_size(), t.dtype, t.device
 
 
-def _bucketed(tensors: list[torch.Tensor], collective) -> None:
-    """Run ``collective(flat)`` (in place) on flattened buckets of ``tensors``; results are
-    written back into the tensors (for rare calls: init, async averaging)."""
+def _entry(key, shape, dtype: torch.dtype, device: torch.device) -> list:
+    """What workers compare of one key of a collective (:func:`distributed.agree`)."""
+    return [repr(key), list(shape), str(dtype).replace("torch.", ""), device.type]
+
+
+def _bucketed(what: str, keys: list, tensors: list[torch.Tensor], collective) -> None:
+    """Once the workers agree on ``keys`` and their tensors, run ``collective(flat)`` (in
+    place) on flattened buckets of ``tensors``; results are written back into the tensors
+    (for rare calls: init, async averaging)."""
+    distributed.agree(what, [_entry(k, t.shape, t.dtype, t.device)
+                             for k, t in zip(keys, tensors)])
     for group in _buckets([_spec(t) for t in tensors]):
         members = [tensors[i] for i in group]
         if len(members) == 1 and members[0].is_contiguous():
@@ -89,6 +104,8 @@ class _FlatLayout:
             self.buffers.append(flat)
             for i, piece in zip(group, flat.split(sizes)):
                 self.views[i] = piece.view(shapes[i])
+        self.entries: list = []  # what workers compare at each push (set by the store)
+        self.digest = 0
 
 
 class DistKVStore(KVStore):
@@ -124,11 +141,17 @@ class DistKVStore(KVStore):
     _barrier = barrier
 
     def init(self, key, value) -> None:
-        """Initialise keys with rank 0's values (every worker must call it alike)."""
+        """Initialise keys with rank 0's values (every worker must call it alike; when the
+        workers' keys, shapes or dtypes differ, none of the keys is initialised)."""
         super().init(key, value)
         keys = list(dict.fromkeys(k for k, _ in _pairs(key, value)))
-        _bucketed([self._store[k] for k in keys],
-                  lambda flat: distributed.broadcast(flat, 0, "kvstore init"))
+        try:
+            _bucketed("kvstore init", keys, [self._store[k] for k in keys],
+                      lambda flat: distributed.broadcast(flat, 0, "kvstore init"))
+        except distributed.CollectiveMismatch:
+            for k in keys:  # all were new: the base class refuses a second init
+                del self._store[k]
+            raise
 
     def push(self, key, value, priority: int = 0) -> None:
         super().push(key, value, priority)
@@ -143,6 +166,7 @@ class DistKVStore(KVStore):
         if self._async:
             return [self._local(k, tensors) for k, tensors in pushed]
         layout = self._layout(pushed)
+        distributed.agree("kvstore push", layout.entries, layout.digest)
         for (key, tensors), view in zip(pushed, layout.views):
             if self._compression is None:
                 _sum(tensors, view.device, out=view)
@@ -167,6 +191,8 @@ class DistKVStore(KVStore):
                 self._layouts.clear()
             layout = self._layouts[signature] = _FlatLayout(
                 [sig[1] for sig in signature], [sig[2:] for sig in signature])
+            layout.entries = [_entry(*sig) for sig in signature]
+            layout.digest = distributed.fingerprint("kvstore push", layout.entries)
         return layout
 
     def _local(self, key, tensors: list[torch.Tensor]) -> torch.Tensor:
@@ -182,11 +208,11 @@ class DistKVStore(KVStore):
         for k in dict.fromkeys(keys):
             self._pushes[k] = self._pushes.get(k, 0) + 1
             if self._pushes[k] % period == 0:
-                due.append(self._store[k])
+                due.append(k)
         if due:
             size = self.num_workers
 
             def average(flat: torch.Tensor) -> None:
                 distributed.all_reduce(flat, "kvstore average")
                 flat.div_(size)
-            _bucketed(due, average)
+            _bucketed("kvstore average", due, [self._store[k] for k in due], average)

@@ -14,12 +14,10 @@ Internal interface (what the distributed stores override; callers never see it):
 """
 from __future__ import annotations
 
-import os
-import tempfile
-
 import torch
 
 from ..base import MXNetError, ShapeError
+from ..fileio import atomic_write
 from ..ndarray import NDArray
 from .base import KVStoreBase
 from .compression import TwoBitCompression
@@ -196,13 +194,21 @@ kv.init or kv.broadcast with this key multiple times
         ...
         symgraph.base.MXNetError: Mixed key types are not allowed: this store uses str keys, got 5
         """
-        for k, arrays in _pairs(key, value):
-            for arr in arrays:
+        pairs, key_type, new = _pairs(key, value), self._key_is_str, {}
+        try:
+            for k, arrays in pairs:
                 self._check_key_type(k)
-                if k in self._store:
-                    raise MXNetError(f"duplicate init of key {k}. Please double check if you "
-                                     "called kv.init or kv.broadcast with this key multiple times")
-                self._store[k] = arr._t.to(self._home(arr._t), copy=True)
+                for arr in arrays:
+                    if k in self._store or k in new:
+                        raise MXNetError(f"duplicate init of key {k}. Please double check if "
+                                         "you called kv.init or kv.broadcast with this key "
+                                         "multiple times")
+                    new[k] = arr
+        except MXNetError:
+            self._key_is_str = key_type  # all or nothing: a failed init changes no state
+            raise
+        for k, arr in new.items():
+            self._store[k] = arr._t.to(self._home(arr._t), copy=True)
 
     def push(self, key, value, priority: int = 0) -> None:
         """Push values: copies of one key (a list, e.g. one per device) are summed.
@@ -224,8 +230,7 @@ kv.init or kv.broadcast with this key multiple times
         symgraph.base.MXNetError: key 9 has not been inited
         """
         pairs = _pairs(key, value)
-        for k, _ in pairs:
-            self._stored(k)
+        self._check_shapes("push", pairs)
         merged = self._reduce_all([(k, [a._t for a in arrays]) for k, arrays in pairs])
         for (k, _), m in zip(pairs, merged):
             self._apply(k, m)
@@ -242,8 +247,26 @@ kv.init or kv.broadcast with this key multiple times
         """
         if out is None:
             raise MXNetError("pull needs `out`: the NDArray(s) to copy the stored value into")
-        for k, arrays in _pairs(key, out, "output"):
-            self._stored(k)
+        self._pull_pairs(self._check_shapes("pull", _pairs(key, out, "output")))
+
+    def _check_shapes(self, verb: str, pairs: list[tuple]) -> list[tuple]:
+        """``pairs`` after checking that every array has its key's stored shape (MXNet's
+        ``copyto`` rule: no broadcasting); a ShapeError naming the key and both shapes
+        otherwise, before anything is pushed or pulled."""
+        for k, arrays in pairs:
+            stored = self._stored(k).shape
+            for arr in arrays:
+                if arr._t.shape == stored:
+                    continue
+                if verb == "push":
+                    raise ShapeError(f"push of key {k}: the pushed shape {list(arr.shape)} "
+                                     f"differs from the stored shape {list(stored)}")
+                raise ShapeError(f"pull of key {k}: operands shape mismatch from.shape = "
+                                 f"{list(stored)} to.shape={list(arr.shape)}")
+        return pairs
+
+    def _pull_pairs(self, pairs: list[tuple]) -> None:
+        for k, arrays in pairs:
             self._broadcast(k, arrays)
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
@@ -257,8 +280,9 @@ kv.init or kv.broadcast with this key multiple times
         >>> grads[0].asnumpy()
         array([3., 3.], dtype=float32)
         """
-        self.push(key, value, priority)
-        self.pull(key, value if out is None else out, priority)
+        outs = self._check_shapes("pull", _pairs(key, value if out is None else out, "output"))
+        self.push(key, value, priority)  # the outputs are checked first: all or nothing
+        self._pull_pairs(outs)
 
     def broadcast(self, key, value, out, priority: int = 0) -> None:
         """``init(key, value)`` then ``pull(key, out)`` (so each key is broadcast once).
@@ -334,23 +358,21 @@ kv.init or kv.broadcast with this key multiple times
 
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
         """Write the updater's states (its own byte format) to ``fname`` atomically."""
-        data = self._need_updater("save").get_states(dump_optimizer)
-        folder = os.path.dirname(os.path.abspath(fname))
-        fd, tmp = tempfile.mkstemp(prefix=".kvstates-", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as fout:
-                fout.write(data)
-            os.replace(tmp, fname)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        atomic_write(fname, self._need_updater("save").get_states(dump_optimizer))
 
     def load_optimizer_states(self, fname: str) -> None:
-        """Read states written by :meth:`save_optimizer_states` into the updater."""
+        """Read states written by :meth:`save_optimizer_states` into the updater; with
+        symgraph's ``Updater`` each state is checked against the stored weight of its key
+        first, and on error the updater is left as it was."""
+        from ..optimizer import Updater
         updater = self._need_updater("load")
         with open(fname, "rb") as fin:
-            updater.set_states(fin.read())
+            blob = fin.read()
+        if isinstance(updater, Updater):
+            weights = {key: NDArray(value) for key, value in self._store.items()}
+            updater.set_states(blob, weights=weights, source=fname)
+        else:
+            updater.set_states(blob)
 
     def _need_updater(self, verb: str):
         if self._updater is None:
@@ -378,7 +400,10 @@ kv.init or kv.broadcast with this key multiple times
     def _apply(self, key, merged: torch.Tensor) -> None:
         """Update the stored weight with ``merged`` (updater) or store ``merged``."""
         if self._updater is None:
-            self._store[key] = merged
+            stored = self._store[key]
+            # MXNet copies into the stored array: the key keeps its dtype
+            self._store[key] = merged if merged.dtype == stored.dtype else \
+                merged.to(stored.dtype)
             return
         weight = self._store[key]
         if merged.device != weight.device and merged.device.type != "cpu":
@@ -388,8 +413,5 @@ kv.init or kv.broadcast with this key multiple times
     def _broadcast(self, key, outs: list[NDArray]) -> None:
         """Copy the stored value of ``key`` into each output on its own device."""
         value = self._store[key]
-        for out in outs:
-            if out.shape != tuple(value.shape):
-                raise ShapeError(f"pull of key {key}: operands shape mismatch "
-                                 f"from.shape = {list(value.shape)} to.shape={list(out.shape)}")
+        for out in outs:  # shapes checked by pull
             out._t.copy_(value)

@@ -272,6 +272,10 @@ class BaseModule:
         """Initialise the parameters and aux states."""
         raise NotImplementedError()
 
+    def _check_init_params(self, arg_params, aux_params, allow_missing: bool) -> None:
+        """Raise what ``init_params`` with these values would raise, changing nothing (a
+        container checks every module before initialising any); nothing to check here."""
+
     def get_states(self, merge_multi_context=True):
         """State arrays; a module without states has none (MXNet: only the unmerged form)."""
         assert self.binded and self.params_initialized

@@ -291,6 +291,10 @@ compression_params
         self._params_dirty = False
         self.params_initialized = True
 
+    def _check_init_params(self, arg_params, aux_params, allow_missing: bool) -> None:
+        """The current bucket's check (its parameters are every bucket's)."""
+        self._curr_module._check_init_params(arg_params, aux_params, allow_missing)
+
     def get_states(self, merge_multi_context=True):
         """States of the current bucket (``state_names``)."""
         assert self.binded and self.params_initialized
@@ -316,7 +320,6 @@ compression_params
             return
         assert shared_module is None, "shared_module for BucketingModule is not supported"
         self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
-        self.binded = True
         self._grad_req = grad_req
         key = self._default_bucket_key
         module = self._buckets.get(key)
@@ -324,6 +327,7 @@ compression_params
             module = self._new_module(*self._call_sym_gen(key))
         module.bind(data_shapes, label_shapes, for_training, inputs_need_grad,
                     force_rebind=False, shared_module=None, grad_req=grad_req)
+        self.binded = True  # only once the default bucket is bound
         self._curr_module, self._curr_bucket_key = module, key
         self._buckets[key] = module
         self._recent[key] = None

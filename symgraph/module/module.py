@@ -11,17 +11,22 @@ import warnings
 
 import numpy as np
 
+from .. import checkpoint
+from ..base import BindError, MXNetError
 from ..context import Context, cpu
 from ..distributed import one_writer
+from ..executor import checked_source
 from ..executor_group import DataParallelExecutorGroup
+from ..fileio import atomic_write
 from ..io import DataDesc
 from ..model import (
+    MissingParamError,
+    _checkpoint_dict,
     _create_kvstore,
     _initialize_kvstore,
     _update_params,
     _update_params_on_kvstore,
     load_checkpoint,
-    save_checkpoint,
 )
 from ..ndarray import zeros
 from .base_module import BaseModule, _check_input_names
@@ -37,23 +42,34 @@ def _shapes(desc_list) -> tuple:
 
 
 def _check_names_match(names, descs, kind: str, throw: bool) -> None:
-    if sorted(names) != sorted(_names(descs)):
-        msg = (f"Data provided by {kind}_shapes don't match names specified by {kind}_names "
-               f"({descs} vs. {list(names)})")
+    given = _names(descs)
+    if sorted(names) != sorted(given):
+        msg = (f"Data provided by {kind}_shapes don't match names specified by {kind}_names: "
+               f"{kind}_names {list(names)} ({len(names)}), {kind}_shapes {given} "
+               f"({len(given)})")
         if throw:
-            raise ValueError(msg)
+            raise BindError(msg)
         warnings.warn(msg, stacklevel=3)
 
 
 def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
     """MXNet's rule: ``(name, shape)`` pairs become DataDescs; data names must match the
-    module's (ValueError), label names should (a warning)."""
+    module's (BindError, a ValueError as MXNet's); label names should (a warning), and must
+    when both the module and the shapes have labels (else a batch's labels would be loaded
+    into the wrong inputs by position)."""
     data_shapes = [d if isinstance(d, DataDesc) else DataDesc(*d) for d in data_shapes]
     _check_names_match(data_names, data_shapes, "data", True)
     if label_shapes is not None:
         label_shapes = [d if isinstance(d, DataDesc) else DataDesc(*d) for d in label_shapes]
-    _check_names_match(label_names, label_shapes or [], "label", False)
+    _check_names_match(label_names, label_shapes or [], "label",
+                       bool(label_names) and bool(label_shapes))
     return data_shapes, label_shapes
+
+
+def _source(params) -> str:
+    """`` (in FILE)`` for values read by ``model.load_params``, else nothing."""
+    source = getattr(params, "source", None)
+    return f" (in {source})" if source else ""
 
 
 def _desc_like(desc, shape):
@@ -124,18 +140,21 @@ class Module(BaseModule):
         mod._arg_params, mod._aux_params = args, auxs
         mod.params_initialized = True
         if load_optimizer_states:
-            mod._preload_opt_states = f"{prefix}-{epoch:04d}.states"
+            checkpoint.load_states(prefix, epoch)  # never pairs files of different saves
+            mod._preload_opt_states = checkpoint.states_path(prefix, epoch)
         return mod
 
     @one_writer
     def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False,
                         remove_amp_cast: bool = True) -> None:
-        """Save symbol, parameters (and optimizer states) in MXNet's file layout, each file
-        atomically; in a distributed job only rank 0 writes."""
+        """Save symbol, parameters (and optimizer states) in MXNet's file layout as one
+        consistent save (see :mod:`symgraph.checkpoint`); in a distributed job only rank 0
+        writes."""
         arg_params, aux_params = self.get_params()
-        save_checkpoint(prefix, epoch, self._symbol, arg_params, aux_params, remove_amp_cast)
-        if save_optimizer_states:
-            self.save_optimizer_states(f"{prefix}-{epoch:04d}.states")
+        states = self._optimizer_states() if save_optimizer_states else None
+        checkpoint.save(prefix, epoch, self._symbol, _checkpoint_dict(arg_params, aux_params),
+                        states, remove_amp_cast)
+        logging.info('Saved checkpoint to "%s"', checkpoint.params_path(prefix, epoch))
 
     # ------------------------------------------------------------ properties
     @property
@@ -175,40 +194,65 @@ class Module(BaseModule):
 
     def init_params(self, initializer=None, arg_params=None, aux_params=None,
                     allow_missing=False, force_init=False, allow_extra=False) -> None:
-        """Initialise parameters from given dicts, falling back to ``initializer``."""
+        """Initialise parameters from given dicts, falling back to ``initializer``.
+
+        All or nothing: every given value is checked first (exact shape, castable dtype; a
+        name the module needs and the dicts lack raises :class:`MissingParamError` unless
+        ``allow_missing``), then all are copied to the host and the device arrays.
+        """
         if self.params_initialized and not force_init:
             warnings.warn("Parameters already initialized and force_init=False. "
                           "init_params call ignored.", stacklevel=2)
             return
         assert self.binded, "call bind before initializing the parameters"
-        from ..initializer import InitDesc, Uniform
+        from ..initializer import Uniform
         initializer = initializer if initializer is not None else Uniform(0.01)
-        attrs = None  # the symbol's attributes, read only when something needs initialising
-        for params, given in ((self._arg_params, arg_params), (self._aux_params, aux_params)):
-            for name, arr in sorted(params.items()):
-                if given is not None and given.get(name) is arr:
-                    continue  # given the array itself: nothing to copy
-                attrs = self._symbol.attr_dict() if attrs is None else attrs
-                self._init_one(InitDesc(name, attrs.get(name, None)), arr, given,
-                               initializer, allow_missing)
+        staged = self._stage_init(initializer, arg_params, aux_params, allow_missing)
+        for arr, src in staged:
+            arr._t.copy_(src)
         self.params_initialized = True
         self._params_dirty = False
         if not self._devices_hold_host_params():
             self._exec_group.set_params(self._arg_params, self._aux_params,
                                         allow_extra=allow_extra)
 
+    def _check_init_params(self, arg_params, aux_params, allow_missing: bool) -> None:
+        """Raise what :meth:`init_params` with these values would raise; change nothing."""
+        for params, given in ((self._arg_params, arg_params), (self._aux_params, aux_params)):
+            for name, arr in params.items():
+                if given is not None and given.get(name) is not arr:
+                    self._given_value(name, arr, given, allow_missing)
+
+    def _stage_init(self, initializer, arg_params, aux_params, allow_missing) -> list[tuple]:
+        """``(host array, new value)`` of every parameter to set, all checked first; values
+        not given come from ``initializer``, written into copies while the current values
+        must survive an error (force_init of initialised parameters)."""
+        from ..initializer import InitDesc
+        self._check_init_params(arg_params, aux_params, allow_missing)
+        attrs, staged = None, []
+        for params, given in ((self._arg_params, arg_params), (self._aux_params, aux_params)):
+            for name, arr in sorted(params.items()):
+                if given is not None and given.get(name) is arr:
+                    continue  # given the array itself: nothing to copy
+                src = None if given is None else self._given_value(name, arr, given, True)
+                if src is None:
+                    attrs = self._symbol.attr_dict() if attrs is None else attrs
+                    target = arr.copy() if self.params_initialized else arr
+                    initializer(InitDesc(name, attrs.get(name, None)), target)
+                    if target is arr:
+                        continue
+                    src = target._t
+                staged.append((arr, src))
+        return staged
+
     @staticmethod
-    def _init_one(desc, arr, cache, initializer, allow_missing) -> None:
-        name = str(desc)
-        if cache is not None:
-            if name in cache:
-                if cache[name] is not arr:
-                    arr[:] = cache[name]
-                return
+    def _given_value(name, arr, given, allow_missing: bool):
+        """``given[name]`` checked against ``arr`` (None when missing and allowed)."""
+        if name not in given:
             if not allow_missing:
-                raise RuntimeError(f"{name} is not presented")
-        if initializer is not None:
-            initializer(desc, arr)
+                raise MissingParamError(f"{name} is not presented{_source(given)}")
+            return None
+        return checked_source(given[name], arr._t, f"{name}{_source(given)}", "parameter")
 
     def _assign_params(self, arg_params, aux_params, force_init: bool, allow_extra: bool):
         """Copy the values into every context."""
@@ -248,10 +292,33 @@ class Module(BaseModule):
             return
         if not for_training and inputs_need_grad:
             raise ValueError("inputs_need_grad needs for_training=True")
+        descs = _parse_data_desc(self._data_names, self._label_names, data_shapes,
+                                 label_shapes)
+        if shared_module is None and self.params_initialized:
+            self._check_params_complete()
+        try:
+            self._bind_group(descs, for_training, inputs_need_grad, shared_module, grad_req)
+        except BaseException:
+            self._reset_bind()  # all or nothing: a failed bind leaves the module unbound
+            raise
+
+    def _check_params_complete(self) -> None:
+        """Values set before bind (``Module.load``) must cover every parameter and aux
+        state: a missing one would be bound as zeros and left out of checkpoints."""
+        missing = [n for n in self._param_names if n not in self._arg_params] + \
+            [n for n in self._aux_names if n not in self._aux_params]
+        if missing:
+            where = _source(self._arg_params) or " (in the parameters set before bind)"
+            raise MissingParamError(
+                f"cannot bind: parameters {missing} of the symbol are not presented{where}. "
+                "To initialize them, load the values with mx.model.load_checkpoint and call "
+                "init_params(arg_params=..., aux_params=..., allow_missing=True) after bind.")
+
+    def _bind_group(self, descs, for_training, inputs_need_grad, shared_module,
+                    grad_req) -> None:
         self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
         self._grad_req = grad_req  # MXNet's handle (BucketingModule's buckets read it)
-        self._data_shapes, self._label_shapes = _parse_data_desc(
-            self._data_names, self._label_names, data_shapes, label_shapes)
+        self._data_shapes, self._label_shapes = descs
         self._bound_data_shapes = _shapes(self._data_shapes)
         shared_group = shared_module._exec_group if shared_module is not None else None
         self._exec_group = DataParallelExecutorGroup(
@@ -264,7 +331,11 @@ class Module(BaseModule):
             self._arg_params, self._aux_params = shared_module._arg_params, \
                 shared_module._aux_params
         elif self.params_initialized:
-            self._exec_group.set_params(self._arg_params, self._aux_params)
+            try:
+                self._exec_group.set_params(self._arg_params, self._aux_params)
+            except MXNetError as err:
+                where = _source(self._arg_params)
+                raise type(err)(f"{err}{where}") if where else err from None
         else:
             self._arg_params = {n: zeros(b[0].shape, dtype=b[0].dtype) for n, b in
                                 zip(self._param_names, self._exec_group.param_arrays)}
@@ -322,7 +393,11 @@ class Module(BaseModule):
             self._updater = opt.get_updater(optimizer)
         self.optimizer_initialized = True
         if self._preload_opt_states is not None:
-            self.load_optimizer_states(self._preload_opt_states)
+            try:
+                self.load_optimizer_states(self._preload_opt_states)
+            except BaseException:
+                self.optimizer_initialized = False  # all or nothing: a retry starts over
+                raise
             self._preload_opt_states = None
 
     def borrow_optimizer(self, shared_module) -> None:
@@ -337,21 +412,29 @@ class Module(BaseModule):
     def save_optimizer_states(self, fname: str) -> None:
         """Write optimizer states (safe format, atomically; in a distributed job only rank 0
         writes)."""
+        atomic_write(fname, self._optimizer_states())
+
+    def _optimizer_states(self) -> bytes:
+        """The updater's states blob (the kvstore's when it updates)."""
         assert self.optimizer_initialized
         if self._update_on_kvstore:
-            self._kvstore.save_optimizer_states(fname)
-            return
-        from ..symbol.json_io import atomic_write
-        atomic_write(fname, self._updater.get_states())
+            return self._kvstore._need_updater("save").get_states()
+        return self._updater.get_states()
 
     def load_optimizer_states(self, fname: str) -> None:
-        """Load optimizer states written by :meth:`save_optimizer_states`."""
+        """Load optimizer states written by :meth:`save_optimizer_states`, each checked
+        against its weight first (``StatesShapeError`` naming the parameter and both
+        shapes); on error the optimizer and its states are left as they were."""
         assert self.optimizer_initialized
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
             return
         with open(fname, "rb") as f:
-            self._updater.set_states(f.read())
+            blob = f.read()
+        n = len(self._context)  # the updater's index of device copy k: index * n + k
+        weights = {i * n + k: arrays[k]
+                   for i, arrays in enumerate(self._exec_group.param_arrays) for k in range(n)}
+        self._updater.set_states(blob, weights=weights, source=fname)
 
     # ------------------------------------------------------------ computation
     def forward(self, data_batch, is_train=None) -> None:
@@ -362,6 +445,9 @@ class Module(BaseModule):
         if data_batch is not None:
             new_shapes = tuple(d.shape for d in data_batch.data)
             if new_shapes != self._bound_data_shapes:
+                if len(new_shapes) != len(self._data_names):
+                    raise BindError(f"data batch has {len(new_shapes)} data arrays for "
+                                    f"{len(self._data_names)} data names {self._data_names}")
                 self._reshape_to_batch(data_batch, new_shapes)
         self._exec_group.forward(data_batch, is_train)
 

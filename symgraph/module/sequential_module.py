@@ -104,6 +104,9 @@ class SequentialModule(BaseModule):
         if self.params_initialized and not force_init:
             return
         assert self.binded, "call bind before initializing the parameters"
+        for module in self._modules:  # all or nothing: every module checks the values first
+            if force_init or not module.params_initialized:
+                module._check_init_params(arg_params, aux_params, allow_missing)
         for module in self._modules:
             module.init_params(initializer=initializer, arg_params=arg_params,
                                aux_params=aux_params, allow_missing=allow_missing,

@@ -23,18 +23,17 @@ shape ``(0,)``.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import struct
 import sys
-import uuid
 from collections.abc import Iterator
 
 import numpy as np
 import torch
 
 from ..base import FLAG_TO_NAME, NAME_TO_FLAG, NAME_TO_TORCH, TORCH_TO_NAME, FileFormatError
+from ..fileio import atomic_write
 from .ndarray import NDArray
 
 LIST_MAGIC = 0x112
@@ -77,8 +76,17 @@ def save(fname: str | os.PathLike, data) -> None:
     ValueError: data needs to either be a NDArray, dict of str, NDArray pairs or a list of \
 NDarrays.
     """
-    arrays, names = _normalize(data)
-    _write_atomic(_path(fname), _encode(arrays, names))
+    atomic_write(_path(fname), encode(data))
+
+
+def encode(data) -> list[bytes | memoryview]:
+    """The chunks of the ``.params`` file of ``data`` (what :func:`save` writes).
+
+    >>> from symgraph import ndarray as nd
+    >>> nd.load_frombuffer(b''.join(encode({'w': nd.ones((2,))})))['w'].asnumpy()
+    array([1., 1.], dtype=float32)
+    """
+    return list(_encode(*_normalize(data)))
 
 
 def save_raw(array: NDArray) -> bytes:
@@ -146,31 +154,6 @@ def _array_payload(t: torch.Tensor) -> memoryview:
     if sys.byteorder == "big":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
     return memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
-
-
-def _write_atomic(path: str, chunks: Iterator[bytes | memoryview]) -> None:
-    """Write ``chunks`` to a temporary sibling of ``path``, fsync it, then rename it."""
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    fd = os.open(tmp, flags, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for chunk in chunks:
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError, AttributeError):  # make the rename durable (POSIX)
-        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 # ---------------------------------------------------------------------------- loading

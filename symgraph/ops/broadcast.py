@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ..attrs import Param
+from ..attrs import MAX_VARIADIC, Param
 from ..base import ShapeError
 from .base import Case, OpDef, elemwise_shape, known, register
 
@@ -252,7 +252,7 @@ def _add_n_forward(p, ins, aux, rt):
 
 register(OpDef(
     name="add_n", aliases=("ElementWiseSum",), key_var_num_args="num_args",
-    params=(Param("num_args", "int", lower=1),),
+    params=(Param("num_args", "int", lower=1, upper=MAX_VARIADIC),),
     inputs=lambda p: [f"arg{i}" for i in range(p.num_args)], infer_shape=elemwise_shape,
     forward=_add_n_forward, gradient=lambda g, p, ins, outs, og: [og[0]] * len(ins),
     expr=lambda p: "(" + " + ".join(f"{{{i}}}" for i in range(p.num_args)) + ")",

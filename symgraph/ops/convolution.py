@@ -97,12 +97,19 @@ def check_groups(p, channels: int) -> None:
         raise ShapeError(f"Check failed: param_.num_filter % param_.num_group == 0U "
                          f"({p.num_filter % p.num_group} vs. 0) : output num_filter must "
                          "divide group size")
-    if 0 in spatial(p, "stride", 1):
-        raise ShapeError(f"Check failed: param_.stride.Size() > 0U (0 vs. 0) : incorrect "
-                         f"stride size: {tshape(p.stride)}")
-    if 0 in spatial(p, "dilate", 1):
-        raise ShapeError(f"Check failed: param_.dilate.Size() > 0U (0 vs. 0) : incorrect "
-                         f"dilate size: {tshape(p.dilate)}")
+
+
+def check_geometry(p, extra: tuple[str, ...] = ()) -> None:
+    """Kernel, stride and dilate entries are positive, pad (and ``extra``) entries not
+    negative. MXNet checks the first three when it infers shapes ("incorrect kernel size:
+    [0,3]"); its kernels fail on a negative pad."""
+    for key, least in (("kernel", 1), ("stride", 1), ("dilate", 1), ("pad", 0)) + \
+            tuple((key, 0) for key in extra):
+        if any(v < least for v in p[key]):
+            check = f"Check failed: param_.{key}.Size() > 0U (0 vs. 0) : " \
+                if least and 0 in p[key] else ""
+            raise ShapeError(f"{check}incorrect {key} size: {tshape(p[key])}"
+                             + ("" if check else f" (entries must be >= {least})"))
 
 
 def _inputs(p) -> list[str]:
@@ -130,6 +137,7 @@ def _shape(p, shapes):
     if not data:
         return None
     check_data(p, data)
+    check_geometry(p)
     check_groups(p, data[1])
     weight = (p.num_filter, data[1] // p.num_group if data[1] else 0) + tuple(p.kernel)
     ins = [data, weight] + ([] if p.no_bias else [(p.num_filter,)])

@@ -6,8 +6,8 @@ import math
 
 import torch
 
-from ..attrs import Param
-from ..base import to_torch_dtype
+from ..attrs import MAX_INT, Param
+from ..base import ShapeError, to_torch_dtype
 from .base import Case, OpDef, register
 
 _COMMON = (Param("shape", "shape", ()), Param("dtype", "dtype", "float32"),
@@ -63,8 +63,19 @@ for _name, _value, _extra in (("_zeros", lambda p: 0.0, ()), ("_ones", lambda p:
 
 
 def _arange_len(p) -> int:
+    """The number of values (times ``repeat``); MXNet's range checks raise ``ShapeError``."""
     start, stop = (0.0, p.start) if p.stop is None else (p.start, p.stop)
-    return max(int(math.ceil((stop - start) / p.step)), 0) * p.repeat
+    if p.step == 0:
+        raise ShapeError(f"Range does not support step=0, received {p.step:g}")
+    finite = all(math.isfinite(v) for v in (start, stop, p.step))
+    if not finite or not (start < stop if p.step > 0 else start > stop):
+        raise ShapeError(f"Invalid range (start, stop, step) = ({start:g}, {stop:g}, "
+                         f"{p.step:g})")
+    count = math.ceil((stop - start) / p.step) * p.repeat
+    if count > MAX_INT:
+        raise ShapeError(f"Range of {count} values is too large (start, stop, step) = "
+                         f"({start:g}, {stop:g}, {p.step:g})")
+    return count
 
 
 def _arange_forward(p, ins, aux, rt):

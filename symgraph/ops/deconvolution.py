@@ -42,6 +42,7 @@ from .convolution import (
     backward_outputs,
     backward_shape,
     check_data,
+    check_geometry,
     check_groups,
     check_params,
     dilated_kernel,
@@ -103,6 +104,7 @@ def _shape(p, shapes):
     if not data:
         return None
     check_data(p, data, "dshape")
+    check_geometry(p, ("adj", "target_shape"))
     check_groups(p, data[1])
     weight = (data[1], p.num_filter // p.num_group) + tuple(p.kernel)
     ins = [data, weight] + ([] if p.no_bias else [(p.num_filter,)])

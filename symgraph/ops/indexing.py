@@ -191,6 +191,15 @@ def _pick_shape(p, shapes):
     return [data, index], [keep if p.keepdims else drop]
 
 
+def _backward_pick_shape(p, shapes):
+    """ograd has pick's output shape, index pick's index shape; the gradient data's."""
+    ograd, data, index = shapes
+    if not data:
+        return None
+    (data, index), (out,) = _pick_shape(p, [data, index])
+    return [merge_shape(ograd, out, "input 'ograd'"), data, index], [data]
+
+
 def _pick_index(p, data: torch.Tensor, index: torch.Tensor) -> tuple[int, torch.Tensor]:
     axis, _, keep = _pick_dims(p, tuple(data.shape))
     return axis, bound(as_index(index), data.shape[axis], p.mode).reshape(keep)
@@ -290,7 +299,7 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_pick", inputs=("ograd", "data", "index"), params=_PICK_PARAMS,
-    hidden=True, infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
+    hidden=True, infer_shape=_backward_pick_shape,
     infer_type=value_type((0, 1)), forward=_backward_pick, kernel=triton_backward_pick,
     prepare=_backward_pick_prepare,
     gradient=lambda g, p, ins, outs, og: [g.op(

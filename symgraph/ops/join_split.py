@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-from ..attrs import Param
+from ..attrs import MAX_VARIADIC, Param
 from ..base import DTypeError, ShapeError
 from .base import Case, OpDef, merge_shape, register
 
@@ -110,7 +110,7 @@ def triton_backward_concat(p, ins, aux, rt):
 
 
 _CONCAT_PARAMS = (
-    Param("num_args", "int", doc="Number of inputs to join.", lower=1),
+    Param("num_args", "int", doc="Number of inputs to join.", lower=1, upper=MAX_VARIADIC),
     Param("dim", "int", 1, doc="The axis to join along (negative counts from the end)."))
 
 
@@ -187,7 +187,7 @@ def _backward_concat(p, ins, aux, rt):
 
 register(OpDef(
     name="_backward_Concat", hidden=True,
-    params=(Param("num_args", "int"), Param("dim", "int", 1)),
+    params=(Param("num_args", "int", upper=MAX_VARIADIC), Param("dim", "int", 1)),
     inputs=lambda p: ["ograd"] + _args(p), outputs=lambda p: [f"{a}_grad" for a in _args(p)],
     infer_shape=lambda p, s: (s, list(s[1:])) if all(s[1:]) else None,
     infer_type=shared_type, forward=_backward_concat, kernel=triton_backward_concat,
@@ -226,7 +226,8 @@ def triton_stack(p, ins, aux, rt):
 
 register(OpDef(
     name="stack", key_var_num_args="num_args",
-    params=(Param("num_args", "int", doc="Number of inputs to stack.", lower=1),
+    params=(Param("num_args", "int", doc="Number of inputs to stack.", lower=1,
+                  upper=MAX_VARIADIC),
             Param("axis", "int", 0, doc="Position of the new axis in the output.")),
     inputs=_args, infer_shape=_stack_shape, infer_type=shared_type, kernel=triton_stack,
     forward=lambda p, ins, aux, rt: (
@@ -307,7 +308,8 @@ def _split_grad(g, p, ins, outs, og):
 
 register(OpDef(
     name="SliceChannel", aliases=("split",),
-    params=(Param("num_outputs", "int", doc="Number of equal parts.", lower=1),
+    params=(Param("num_outputs", "int", doc="Number of equal parts.", lower=1,
+                  upper=MAX_VARIADIC),
             Param("axis", "int", 1, doc="The axis to split."),
             Param("squeeze_axis", "bool", False,
                   doc="Drop the split axis (its size must equal num_outputs).")),

@@ -62,9 +62,13 @@ def _check_params(p) -> None:
         raise AttrError(f"Check failed: param.kernel.ndim() == 3U ({nd} vs. 3) : "
                         f"{nd}D pooling not supported")
     for key in ("kernel", "stride"):
-        if 0 in p[key]:
+        if any(v <= 0 for v in p[key]):
+            which = "nonzero" if 0 in p[key] else "positive"
             raise AttrError(f"value {_tshape(p[key])}for Parameter {key} is invalid, the "
-                            "input shape must be nonzero in all dimensions")
+                            f"input shape must be {which} in all dimensions")
+    if any(v < 0 for v in p.pad):
+        raise AttrError(f"value {_tshape(p.pad)}for Parameter pad is invalid, padding must "
+                        "not be negative")
     same = p.pooling_convention == "same"
     if same and any(p.pad):
         raise AttrError("Check failed: param.pad[0] == 0 && param.pad[1] == 0 && param.pad[2]"

@@ -25,7 +25,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..attrs import Param
+from ..attrs import MAX_VARIADIC, Param
 from ..base import ShapeError
 from .base import Case, OpDef, register
 
@@ -163,7 +163,8 @@ _PARAMS = (
     Param("sample_type", "str", choices=("bilinear", "nearest"), doc="Upsampling method."),
     Param("multi_input_mode", "str", "concat", choices=("concat", "sum"),
           doc="Combine several nearest inputs by channel concat or by sum."),
-    Param("num_args", "int", lower=1, doc="Number of inputs (nearest: 1..N; bilinear: 2)."),
+    Param("num_args", "int", lower=1, upper=MAX_VARIADIC,
+          doc="Number of inputs (nearest: 1..N; bilinear: 2)."),
     Param("workspace", "int", 512, lower=0, doc="Workspace limit in MB (accepted, unused)."),
 )
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..ndarray import zeros as _nd_zeros
+from . import fields as f
 from .optimizer import Optimizer, register
 
 __all__ = ["GroupAdaGrad"]
@@ -29,6 +30,8 @@ class GroupAdaGrad(Optimizer):
     ...
     AssertionError: Weight decay is not supported for GroupAdaGrad
     """
+
+    savable_fields = {"float_stable_eps": f.NON_NEGATIVE}
 
     def __init__(self, eps: float = 1e-5, **kwargs):
         super().__init__(**kwargs)

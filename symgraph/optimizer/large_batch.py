@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..ndarray import zeros as _nd_zeros
+from . import fields as f
 from .optimizer import Optimizer, _fp16, register
 from .rules import _as_lists, _bound, _fused, _sgd_params
 
@@ -72,6 +73,11 @@ class LARS(Optimizer):
     >>> opt.update(0, w, g, opt.create_state(0, w)); w.asnumpy()  # lr 0.1 * 0.5 * 5 / 1
     array([2.85, 3.8 ], dtype=float32)
     """
+
+    savable_fields = {"momentum": f.REAL, "momentum_correction": f.boolean,
+                      "lazy_update": f.boolean, "eta": f.REAL, "eps": f.NON_NEGATIVE,
+                      "skip": f.count, "last_lr": f.OPTIONAL_REAL, "cur_lr": f.OPTIONAL_REAL,
+                      "aggregate_num": f.count}
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, eta: float = 0.001,
                  eps: float = 0, momentum_correction: bool = True, **kwargs):
@@ -179,6 +185,11 @@ class LBSGD(Optimizer):
     >>> opt.update(0, w, mx.nd.ones((2,)), s); w.asnumpy()  # lr 0.1 * 2 on the mean grad
     array([0.8, 0.8], dtype=float32)
     """
+
+    savable_fields = {"momentum": f.REAL, "warmup_strategy": f.text, "warmup_epochs": f.count,
+                      "batch_scale": f.POSITIVE, "updates_per_epoch": f.count,
+                      "init_updates": f.count, "num_epochs": f.count, "lbmult": f.REAL,
+                      "cumgrads": f.CUMGRADS, "adaptive": f.boolean, "admult": f.REAL}
 
     def __init__(self, momentum: float = 0.0, multi_precision: bool = False,
                  warmup_strategy: str = 'linear', warmup_epochs: int = 5, batch_scale: int = 1,

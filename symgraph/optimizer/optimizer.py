@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from ..ndarray import NDArray
+from . import fields
 
 
 def _fp16(arr: NDArray) -> bool:
@@ -61,6 +62,8 @@ class Optimizer:
     """
 
     opt_registry: dict[str, type] = {}
+    # the attributes a states file may set (name -> validator; subclasses add theirs)
+    savable_fields: dict = fields.OPTIMIZER_FIELDS
 
     def __init__(self, rescale_grad: float = 1.0, param_idx2name: dict | None = None,
                  wd: float = 0.0, clip_gradient: float | None = None,

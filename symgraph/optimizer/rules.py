@@ -16,6 +16,7 @@ import torch
 
 from ..ndarray import NDArray
 from ..ndarray import zeros as _nd_zeros
+from . import fields as f
 from .optimizer import Optimizer, _fp16, register
 
 __all__ = ["SGD", "NAG", "Signum", "Adam", "RMSProp", "AdaGrad", "AdaDelta", "Adamax", "Nadam",
@@ -201,6 +202,8 @@ class SGD(Optimizer):
     array([0.5, 0.5], dtype=float32)
     """
 
+    savable_fields = {"momentum": f.REAL, "lazy_update": f.boolean, "aggregate_num": f.count}
+
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs):
         super().__init__(**kwargs)
         self.momentum = momentum
@@ -335,6 +338,8 @@ class NAG(SGD):
     0.81
     """
 
+    savable_fields = {"aggregate_num": f.no_aggregation}
+
     def __init__(self, momentum: float = 0.0, **kwargs):
         super().__init__(momentum=momentum, **kwargs)
         self.aggregate_num = 0
@@ -357,6 +362,8 @@ class Signum(Optimizer):
     >>> opt.update(0, w, g, opt.create_state(0, w)); w.asnumpy()
     array([0.9, 1.1], dtype=float32)
     """
+
+    savable_fields = {"momentum": f.REAL, "wd_lh": f.REAL}
 
     def __init__(self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0,
                  **kwargs):
@@ -393,6 +400,9 @@ class Adam(Optimizer):
     0.9
     """
 
+    savable_fields = {"beta1": f.DECAY, "beta2": f.DECAY, "epsilon": f.NON_NEGATIVE,
+                      "lazy_update": f.boolean}
+
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, lazy_update: bool = True, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -422,6 +432,9 @@ class RMSProp(Optimizer):
     >>> [s.shape for s in opt.create_state(0, mx.nd.ones((2,)))]
     [(2,), (2,), (2,)]
     """
+
+    savable_fields = {"gamma1": f.UNIT, "gamma2": f.UNIT, "centered": f.boolean,
+                      "epsilon": f.NON_NEGATIVE, "clip_weights": f.BOUND}
 
     def __init__(self, learning_rate: float = 0.001, gamma1: float = 0.9, gamma2: float = 0.9,
                  epsilon: float = 1e-8, centered: bool = False, clip_weights=None, **kwargs):
@@ -455,6 +468,8 @@ class AdaGrad(Optimizer):
     >>> opt.update(0, w, g, opt.create_state(0, w)); round(float(w.asnumpy()[0]), 4)
     0.9
     """
+
+    savable_fields = {"float_stable_eps": f.NON_NEGATIVE}
 
     def __init__(self, eps: float = 1e-7, **kwargs):
         super().__init__(**kwargs)
@@ -492,6 +507,8 @@ class AdaDelta(Optimizer):
     2
     """
 
+    savable_fields = {"rho": f.UNIT, "epsilon": f.NON_NEGATIVE}
+
     def __init__(self, rho: float = 0.90, epsilon: float = 1e-5, **kwargs):
         super().__init__(**kwargs)
         self.rho, self.epsilon = rho, epsilon
@@ -522,6 +539,8 @@ class Adamax(Optimizer):
     0.9
     """
 
+    savable_fields = {"beta1": f.DECAY, "beta2": f.UNIT}
+
     def __init__(self, learning_rate: float = 0.002, beta1: float = 0.9, beta2: float = 0.999,
                  **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -550,6 +569,9 @@ class Nadam(Optimizer):
     >>> mx.optimizer.Nadam().m_schedule
     1.0
     """
+
+    savable_fields = {"beta1": f.DECAY, "beta2": f.DECAY, "epsilon": f.NON_NEGATIVE,
+                      "schedule_decay": f.REAL, "m_schedule": f.UNIT}
 
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, schedule_decay: float = 0.004, **kwargs):
@@ -589,6 +611,8 @@ class Ftrl(Optimizer):
     0.1
     """
 
+    savable_fields = {"lamda1": f.REAL, "beta": f.NON_NEGATIVE, "lr": f.POSITIVE_LR}  # w / lr
+
     def __init__(self, lamda1: float = 0.01, learning_rate: float = 0.1, beta: float = 1,
                  **kwargs):
         super().__init__(**kwargs)
@@ -620,6 +644,9 @@ class FTML(Optimizer):
     3
     """
 
+    savable_fields = {"beta1": f.DECAY, "beta2": f.DECAY, "epsilon": f.NON_NEGATIVE,
+                      "lr": f.POSITIVE_LR}  # divides by lr
+
     def __init__(self, beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-8,
                  **kwargs):
         super().__init__(**kwargs)
@@ -650,6 +677,10 @@ class LAMB(Optimizer):
     >>> mx.optimizer.LAMB().epsilon
     1e-06
     """
+
+    savable_fields = {"beta1": f.DECAY, "beta2": f.DECAY, "epsilon": f.NON_NEGATIVE,
+                      "lower_bound": f.OPTIONAL_REAL, "upper_bound": f.OPTIONAL_REAL,
+                      "bias_correction": f.boolean, "aggregate_num": f.count}
 
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-6, lower_bound=None, upper_bound=None,

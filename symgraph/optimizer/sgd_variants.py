@@ -11,6 +11,7 @@ import torch
 
 from ..ndarray import NDArray
 from ..ndarray import random as _nd_random
+from . import fields as f
 from .optimizer import Optimizer, register
 
 __all__ = ["SGLD", "DCASGD"]
@@ -44,6 +45,8 @@ class SGLD(Optimizer):
     >>> opt.update(0, w, mx.nd.ones((2,)), opt.create_state(0, w)); w.asnumpy().round(3)
     array([1., 1.], dtype=float32)
     """
+
+    savable_fields = {"lr": f.Real(0.0, optional=True)}  # the noise's deviation is sqrt(lr)
 
     def create_state(self, index, weight):
         return None
@@ -80,6 +83,9 @@ class DCASGD(Optimizer):
     >>> s[1].asnumpy()
     array([1.], dtype=float32)
     """
+
+    savable_fields = {"momentum": f.REAL, "weight_previous": f.dict_of(f.array),
+                      "lamda": f.REAL}
 
     def __init__(self, momentum: float = 0.0, lamda: float = 0.04, **kwargs):
         super().__init__(**kwargs)

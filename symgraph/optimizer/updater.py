@@ -1,131 +1,104 @@
 """``Updater``: applies an optimizer to (index, grad, weight) and keeps the states.
 
-The states are saved without pickle (MXNet pickles them, and unpickling runs arbitrary
-code): ``get_states`` returns a self-describing container, ``MAGIC``, an 8-byte header
-length, a JSON header and an ``.npz`` archive (read back with ``allow_pickle=False``). The
-header holds the state tree (None, numbers, strings, tuples, lists, dicts and references to
-the arrays in the archive) and, with ``dump_optimizer=True``, the optimizer: its registered
-class name and its attributes, update counters and learning-rate scheduler included. Only
-classes registered with ``mx.optimizer.register`` and the schedulers of
-``symgraph.lr_scheduler`` are rebuilt.
+``get_states``/``set_states`` use the pickle-free format of
+:mod:`symgraph.optimizer.states_file`, validated before anything changes. A loaded state is
+checked against what the optimizer would create for its weight (structure, shapes, dtypes)
+before any update kernel sees it: at load when the weights are given (``set_states(...,
+weights=...)``, as ``Module``, ``Trainer`` and ``KVStore`` do), else at its first update.
 """
 from __future__ import annotations
 
-import io
-import json
 import operator
-import struct
+import warnings
 from itertools import repeat
 from operator import is_
 
-import numpy as np
-
-from .. import lr_scheduler as _lrs
+from ..base import DTypeError, ShapeError, dtype_name
 from ..ndarray import NDArray
-from ..ndarray import array as _nd_array
 from .optimizer import Optimizer
+from .states_file import MAGIC, StatesFormatError, dumps_states, loads_states
 
-MAGIC = b"SYMGRAPH-OPTIMIZER-STATES\n"
-_VERSION = 1
-
-
-class _Encoder:
-    """JSON-able tree of a value; NDArrays go to ``self.arrays``."""
-
-    def __init__(self):
-        self.arrays: list[np.ndarray] = []
-
-    def __call__(self, v):
-        if v is None or isinstance(v, (bool, int, float, str)):
-            return v
-        if isinstance(v, np.generic):
-            return v.item()
-        if isinstance(v, NDArray):
-            self.arrays.append(v.asnumpy())
-            return {"@nd": len(self.arrays) - 1}
-        if isinstance(v, (tuple, list)):
-            return {"@tuple" if isinstance(v, tuple) else "@list": [self(x) for x in v]}
-        if isinstance(v, dict):
-            return {"@dict": [[self(k), self(x)] for k, x in v.items()]}
-        if isinstance(v, _lrs.LRScheduler) and getattr(_lrs, type(v).__name__, None) is type(v):
-            return {"@sched": type(v).__name__, "state": self(vars(v))}
-        raise TypeError(f"cannot save optimizer state value of type {type(v).__name__} "
-                        "(only numbers, strings, NDArrays, tuples, lists, dicts and "
-                        "symgraph.lr_scheduler schedulers are saved)")
+__all__ = ["MAGIC", "StatesDTypeError", "StatesFormatError", "StatesShapeError", "Updater",
+           "adopt_state", "dumps_states", "get_updater", "loads_states"]
 
 
-def _decode(v, arrays):
-    if not isinstance(v, dict):
-        return v
-    if "@nd" in v:
-        return _nd_array(arrays[f"a{v['@nd']}"], dtype=arrays[f"a{v['@nd']}"].dtype)
-    if "@tuple" in v:
-        return tuple(_decode(x, arrays) for x in v["@tuple"])
-    if "@list" in v:
-        return [_decode(x, arrays) for x in v["@list"]]
-    if "@dict" in v:
-        return {_decode(k, arrays): _decode(x, arrays) for k, x in v["@dict"]}
-    if "@sched" in v:
-        klass = getattr(_lrs, v["@sched"], None)
-        if not (isinstance(klass, type) and issubclass(klass, _lrs.LRScheduler)):
-            raise ValueError(f"unknown lr_scheduler class {v['@sched']!r} in optimizer states")
-        sched = klass.__new__(klass)
-        sched.__dict__.update(_decode(v["state"], arrays))
-        return sched
-    raise ValueError(f"malformed optimizer states: unexpected object {sorted(v)}")
+class StatesShapeError(StatesFormatError, ShapeError):
+    """A loaded optimizer state's shape differs from the one its weight needs."""
 
 
-def _dump_optimizer(opt: Optimizer, enc: _Encoder) -> dict:
-    name = type(opt).__name__.lower()
-    if Optimizer.opt_registry.get(name) is not type(opt):
-        raise TypeError(f"optimizer class {type(opt).__name__} is not registered; "
-                        "register it with mx.optimizer.register to save it")
-    attrs = {k: v for k, v in vars(opt).items()
-             if k not in ("param_dict", "_index_update_count")}
-    current = next((dev for dev, counts in opt._all_index_update_counts.items()
-                    if counts is opt._index_update_count), 0)
-    return {"class": name, "attrs": enc(attrs), "current_context": current}
+class StatesDTypeError(StatesFormatError, DTypeError):
+    """A loaded optimizer state's dtype differs from the one its weight needs."""
 
 
-def _load_optimizer(desc: dict, arrays) -> Optimizer:
-    klass = Optimizer.opt_registry.get(desc["class"])
-    if klass is None:
-        raise ValueError(f"optimizer {desc['class']!r} in the states is not registered")
-    opt = klass.__new__(klass)
-    opt.__dict__.update(_decode(desc["attrs"], arrays))
-    opt.param_dict = {}
-    counts = opt._all_index_update_counts.setdefault(desc["current_context"], {})
-    opt._index_update_count = counts
-    return opt
+def adopt_state(optimizer: Optimizer, index, state, weight: NDArray, source: str,
+                name: str | None = None):
+    """A new state for ``weight`` holding the values of the loaded ``state``.
+
+    The new state is ``optimizer.create_state_multi_precision(index, weight)`` (on the
+    weight's device); ``state`` must have its structure, shapes and dtypes, else
+    :class:`StatesShapeError`, :class:`StatesDTypeError` or :class:`StatesFormatError`
+    (what MXNet reports at the update: "Incompatible attr ... expected [5,4], got [3]").
+    Messages name the weight (``name``, else the optimizer's ``idx2name``/``param_dict``).
+
+    >>> import symgraph as mx
+    >>> sgd = mx.optimizer.SGD(momentum=0.9, param_idx2name={0: 'fc_weight'})
+    >>> adopt_state(sgd, 0, mx.nd.ones((3,)), mx.nd.ones((5, 4)), 'a.states')
+    Traceback (most recent call last):
+    ...
+    symgraph.optimizer.updater.StatesShapeError: Error in optimizer state of weight 0 \
+(fc_weight) from a.states: Shape inconsistent, Provided=(3,), expected shape=(5, 4)
+    """
+    with warnings.catch_warnings():  # fp16 advice was given when the state was created
+        warnings.simplefilter("ignore")
+        fresh = optimizer.create_state_multi_precision(index, weight)
+    name = name if name is not None else _weight_name(optimizer, index)
+    weight_desc = f"of weight {index!r}" + (f" ({name})" if name is not None else "")
+    _match(state, fresh, lambda path: f"Error in optimizer state{path} {weight_desc} from "
+                                      f"{source}", "")
+    for got, want in zip(_nd_leaves(state), _nd_leaves(fresh)):
+        want._t.copy_(got._t)
+    return fresh
 
 
-def dumps_states(states: dict, optimizer: Optimizer | None = None) -> bytes:
-    """Serialize an updater's states (and optionally its optimizer) without pickle."""
-    enc = _Encoder()
-    header = {"format": "symgraph-optimizer-states", "version": _VERSION,
-              "states": enc(states),
-              "optimizer": None if optimizer is None else _dump_optimizer(optimizer, enc)}
-    buf = io.BytesIO()
-    np.savez(buf, **{f"a{i}": a for i, a in enumerate(enc.arrays)})
-    head = json.dumps(header).encode("utf-8")
-    return MAGIC + struct.pack("<Q", len(head)) + head + buf.getvalue()
+def _match(got, want, where, path: str) -> None:
+    """Raise unless ``got`` has ``want``'s structure, shapes and dtypes (``where(path)``
+    starts the message; ``path`` is the element, e.g. ``[1][0]``)."""
+    if isinstance(want, NDArray):
+        if not isinstance(got, NDArray):
+            raise StatesFormatError(f"{where(path)}: expected an array of shape {want.shape}, "
+                                    f"got {_describe(got)}")
+        if got.shape != want.shape:
+            raise StatesShapeError(f"{where(path)}: Shape inconsistent, Provided={got.shape}, "
+                                   f"expected shape={want.shape}")
+        if got._t.dtype != want._t.dtype:
+            raise StatesDTypeError(f"{where(path)}: dtype inconsistent, Provided="
+                                   f"{dtype_name(got._t.dtype)}, expected dtype="
+                                   f"{dtype_name(want._t.dtype)}")
+    elif isinstance(want, (tuple, list)):
+        if type(got) is not type(want) or len(got) != len(want):
+            raise StatesFormatError(f"{where(path)}: expected a {type(want).__name__} of "
+                                    f"{len(want)}, got {_describe(got)}")
+        for i, (g, w) in enumerate(zip(got, want)):
+            _match(g, w, where, f"{path}[{i}]")
+    elif type(got) is not type(want):
+        raise StatesFormatError(f"{where(path)}: expected {_describe(want)}, got "
+                                f"{_describe(got)}")
 
 
-def loads_states(blob: bytes) -> tuple[dict, Optimizer | None]:
-    """Read what :func:`dumps_states` wrote: ``(states, optimizer or None)``."""
-    if not isinstance(blob, (bytes, bytearray)) or not blob.startswith(MAGIC):
-        raise ValueError("not a symgraph optimizer-states blob (MXNet's pickled optimizer "
-                         "states are not read: see docs/compat.md, 'Training')")
-    start = len(MAGIC) + 8
-    (size,) = struct.unpack("<Q", blob[len(MAGIC):start])
-    header = json.loads(blob[start:start + size].decode("utf-8"))
-    if header.get("version") != _VERSION:
-        raise ValueError(f"unsupported optimizer-states version {header.get('version')}")
-    with np.load(io.BytesIO(blob[start + size:]), allow_pickle=False) as arrays:
-        arrays = dict(arrays)
-    states = _decode(header["states"], arrays)
-    opt = None if header["optimizer"] is None else _load_optimizer(header["optimizer"], arrays)
-    return states, opt
+def _describe(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    if isinstance(value, NDArray):
+        return f"an array of shape {value.shape}"
+    return "None" if value is None else type(value).__name__
+
+
+def _weight_name(optimizer: Optimizer, index) -> str | None:
+    """The parameter name of ``index`` (``idx2name``, else gluon's ``param_dict``)."""
+    name = getattr(optimizer, "idx2name", {}).get(index)
+    if name is None:
+        name = getattr(getattr(optimizer, "param_dict", {}).get(index), "name", None)
+    return name
 
 
 class Updater:
@@ -152,8 +125,14 @@ class Updater:
     >>> upd2.set_states(b'not states')
     Traceback (most recent call last):
     ...
-    ValueError: not a symgraph optimizer-states blob (MXNet's pickled optimizer states are \
-not read: see docs/compat.md, 'Training')
+    symgraph.optimizer.states_file.StatesFormatError: <states>: not a symgraph \
+optimizer-states blob (MXNet's pickled optimizer states are not read: see docs/compat.md, \
+'Training')
+    >>> upd2.set_states(blob, weights={0: mx.nd.ones((3,))})  # checked against the weights
+    Traceback (most recent call last):
+    ...
+    symgraph.optimizer.updater.StatesShapeError: Error in optimizer state of weight 0 from \
+<states>: Shape inconsistent, Provided=(2,), expected shape=(3,)
     """
 
     def __init__(self, optimizer: Optimizer):
@@ -162,6 +141,7 @@ not read: see docs/compat.md, 'Training')
         self.states_synced: dict = {}
         self.aggregate_updates = optimizer.aggregate_num > 0
         self._plans: dict[tuple, _Plan] = {}
+        self._source = "<states>"  # where the unsynced states came from (error messages)
 
     def __call__(self, index, grad, weight) -> None:
         """Update ``weight`` (one NDArray or a list) from ``grad`` with the optimizer."""
@@ -196,8 +176,9 @@ not read: see docs/compat.md, 'Training')
         return plan
 
     def _states_of(self, indices: list, weights: list) -> list:
-        """The state of each index (decoding bytes indices in place), created on first use
-        and moved to the weight's device after :meth:`set_states`."""
+        """The state of each index (decoding bytes indices in place), created on first use;
+        a state from :meth:`set_states` is checked against its weight and copied to the
+        weight's device at its first use (:func:`adopt_state`)."""
         states, synced = self.states, self.states_synced
         for i, idx in enumerate(indices):
             if isinstance(idx, bytes):
@@ -206,7 +187,8 @@ not read: see docs/compat.md, 'Training')
                 states[idx] = self.optimizer.create_state_multi_precision(idx, weights[i])
                 synced[idx] = True
             elif not synced[idx]:
-                states[idx] = self.sync_state_context(states[idx], weights[i].context)
+                states[idx] = adopt_state(self.optimizer, idx, states[idx], weights[i],
+                                          self._source)
                 synced[idx] = True
         return [states[idx] for idx in indices]
 
@@ -219,16 +201,48 @@ not read: see docs/compat.md, 'Training')
             return tuple(synced) if isinstance(state, tuple) else synced
         return state
 
-    def set_states(self, states: bytes) -> None:
-        """Load states written by :meth:`get_states` (and the optimizer, if it was dumped)."""
-        loaded, optimizer = loads_states(states)
-        self.states = loaded
+    def set_states(self, states: bytes, weights: dict | None = None,
+                   source: str | None = None) -> None:
+        """Load states written by :meth:`get_states` (and the optimizer, if it was dumped).
+
+        Everything is validated before anything changes: on error this updater keeps its
+        states and optimizer.
+
+        Parameters
+        ----------
+        states : bytes
+            What :meth:`get_states` returned.
+        weights : dict, optional
+            index -> weight NDArray: the states of these indices are checked against them
+            now (:func:`adopt_state`); other states are checked at their first update.
+        source : str, optional
+            Where ``states`` came from (a file name), for error messages.
+        """
+        self._install(*self._read_states(states, weights, source), source)
+
+    def _read_states(self, blob: bytes, weights: dict | None,
+                     source: str | None) -> tuple[dict, Optimizer | None]:
+        """The states and optimizer in ``blob``, validated (against ``weights`` where
+        given); this updater does not change."""
+        source = source or "<states>"
+        states, optimizer = loads_states(blob, source)
+        opt = optimizer if optimizer is not None else self.optimizer
+        for index, weight in (weights or {}).items():
+            if index in states:  # the new state is dropped: only the check counts here
+                adopt_state(opt, index, states[index], weight, source,
+                            _weight_name(opt, index) or _weight_name(self.optimizer, index))
+        return states, optimizer
+
+    def _install(self, states: dict, optimizer: Optimizer | None, source: str | None) -> None:
+        """Take states (and an optimizer) :meth:`_read_states` validated."""
+        self.states = states
         self._plans.clear()
         if optimizer is not None:
             self.optimizer = optimizer
             # MXNet keeps the old optimizer's choice and loops forever when it had none
             self.aggregate_updates = optimizer.aggregate_num > 0
         self.states_synced = dict.fromkeys(self.states.keys(), False)
+        self._source = source or "<states>"
 
     def get_states(self, dump_optimizer: bool = False) -> bytes:
         """The states (and, with ``dump_optimizer``, the optimizer) as bytes, without pickle."""
@@ -301,3 +315,4 @@ def get_updater(optimizer: Optimizer) -> Updater:
     'Updater'
     """
     return Updater(optimizer)
+

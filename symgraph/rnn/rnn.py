@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..model import load_checkpoint, save_checkpoint
+from ..model import LoadedParams, MissingParamError, load_checkpoint, save_checkpoint
 from .rnn_cell import BaseRNNCell
 
 __all__ = ["rnn_unroll", "save_rnn_checkpoint", "load_rnn_checkpoint", "do_rnn_checkpoint"]
@@ -49,10 +49,17 @@ def save_rnn_checkpoint(cells, prefix: str, epoch: int, symbol, arg_params: dict
 def load_rnn_checkpoint(cells, prefix: str, epoch: int):
     """:func:`symgraph.model.load_checkpoint` with the cells' weights packed after loading;
     returns ``(symbol, arg_params, aux_params)``."""
-    sym, arg, aux = load_checkpoint(prefix, epoch)
+    sym, loaded, aux = load_checkpoint(prefix, epoch)
+    arg = loaded
     for cell in _as_list(cells):
-        arg = cell.pack_weights(arg)
-    return sym, arg, aux
+        try:
+            arg = cell.pack_weights(arg)
+        except KeyError as err:
+            raise MissingParamError(f"{err.args[0]} is not presented (in {loaded.source}): "
+                                    f"cannot pack the weights of cell {cell._prefix!r}") from None
+    packed = LoadedParams(loaded.source)  # errors about its entries still name the file
+    packed.update(arg)
+    return sym, packed, aux
 
 
 def do_rnn_checkpoint(cells, prefix: str, period: int = 1):

@@ -1,6 +1,8 @@
 """Elementwise lowering and fusion under the Triton backend (interpreted on CPU)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -145,3 +147,35 @@ def test_debug_str_can_print_generated_sources(triton_backend):
     text = exe.debug_str(show_source=True)
     assert "expression: t0 = (x0 * 2.0); t1 = (t0 + x1); t2 = tl.maximum(t1, 0.0)" in text
     assert "| @kernel" in text and "Forward (1 kernel launches)" in text
+
+
+def test_a_tampered_cached_source_is_rewritten_not_run(tmp_path):
+    """Issue 16: a cached kernel source is checked against what its name generates."""
+    from kernels import elementwise
+    name = "fused_tamper_check_" + tmp_path.name.replace("-", "_")
+    source = f"def {name}():\n    return 'genuine'\n"
+    saved = elementwise._settings["cache_dir"]
+    try:
+        elementwise.set_cache_dir(str(tmp_path))
+        planted = tmp_path / "fused" / f"{name}.py"
+        planted.parent.mkdir(mode=0o700)
+        planted.write_text(f"def {name}():\n    return 'planted'\n")
+        assert elementwise._load(name, source)() == "genuine"
+        assert planted.read_text() == source
+        assert not [p for p in planted.parent.iterdir() if p.name.endswith(".tmp")]
+    finally:
+        elementwise.set_cache_dir(saved)
+
+
+def test_a_cache_dir_others_can_write_is_not_used(tmp_path):
+    from kernels import elementwise
+    shared = tmp_path / "shared"
+    (shared / "fused").mkdir(parents=True)
+    (shared / "fused").chmod(0o777)
+    saved = elementwise._settings["cache_dir"]
+    try:
+        elementwise.set_cache_dir(str(shared))
+        used = elementwise._cache_dir()
+        assert not used.startswith(str(shared)) and os.stat(used).st_mode & 0o077 == 0
+    finally:
+        elementwise.set_cache_dir(saved)
