@@ -433,3 +433,20 @@ def test_rnn_checkpoint_missing_a_gate_weight_names_it(tmp_path):
     mx.nd.save(f"{prefix}-0001.params", saved)
     with pytest.raises(MXNetError, match=r"l_h2h_f_weight.*lm-0001.params"):
         mx.rnn.load_rnn_checkpoint(cell, prefix, 1)
+
+
+def test_gluon_load_errors_are_mxnet_errors_of_mxnets_builtin_type(tmp_path):
+    net = mx.gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    path = str(tmp_path / "dense.params")
+    net.save_parameters(path)
+    wider = mx.gluon.nn.Dense(2, in_units=4)
+    wider.initialize()
+    before = wider.weight.data().asnumpy().copy()
+    with pytest.raises(mx.base.MXNetError, match="shape incompatible") as info:
+        wider.load_parameters(path)
+    assert isinstance(info.value, AssertionError)  # MXNet's type, for code that catches it
+    np.testing.assert_array_equal(wider.weight.data().asnumpy(), before)
+    extra = mx.gluon.nn.Dense(2, in_units=3, use_bias=False)
+    with pytest.raises(mx.base.MXNetError, match="not present"):
+        extra.load_parameters(path)

@@ -45,6 +45,7 @@ from ..base import MXNetError
 from ..fileio import atomic_write
 from ..symbol import load_json
 from .block import Block, HybridBlock, _brief
+from .parameter import ParameterLoadError, ParameterNameError
 
 
 def save_model(block: Block, prefix: str) -> None:
@@ -172,14 +173,14 @@ def load_parameters(block: Block, filename: str, ctx, allow_missing: bool,  # no
             inverse[id(v)].append(k)
         for name, param in params.items():
             if not any(p in loaded for p in inverse[id(param)]):
-                raise AssertionError(
+                raise ParameterLoadError(
                     f"Parameter '{name}' is missing in file '{filename}', which contains "
                     f"parameters: {_brief(loaded.keys())}. Set allow_missing=True to "
                     "ignore missing parameters.")
     staged = []  # all or nothing: every entry is checked before any is loaded
     for name in loaded:
         if not ignore_extra and name not in params:
-            raise ValueError(
+            raise ParameterNameError(
                 f"Parameter '{name}' loaded from file '{filename}' is not present in "
                 f"ParameterDict, which contains parameters {_brief(block._params.keys())}. "
                 "Set ignore_extra=True to ignore. ")

@@ -54,6 +54,16 @@ _NAMING_URL = "https://mxnet.io/api/python/docs/tutorials/packages/gluon/blocks/
 _DEFAULT_INIT = initializer.Uniform()
 
 
+class ParameterLoadError(AssertionError, MXNetError):
+    """Saved parameters do not match the Parameters they are loaded into (names, shapes,
+    dtypes, contexts); nothing was loaded. An ``AssertionError`` first, as MXNet raises."""
+
+
+class ParameterNameError(ValueError, MXNetError):
+    """A parameter file holds a name the Block does not have; nothing was loaded. A
+    ``ValueError`` first, as MXNet raises."""
+
+
 class DeferredInitializationError(MXNetError):
     """Error for unfinished deferred initialization."""
 
@@ -397,7 +407,7 @@ because the later does not include Parameters of nested child Blocks
             _require(dtype_source in ['current', 'saved'])
         if self.shape and (len(self.shape) != len(data.shape) or any(
                 dim not in (0, got) for dim, got in zip(self.shape, data.shape))):
-            raise AssertionError(
+            raise ParameterLoadError(
                 f"Failed loading Parameter '{self.name}' from saved params: shape "
                 f"incompatible expected {self.shape} vs saved {data.shape}")
         dtype = None
@@ -408,7 +418,7 @@ because the later does not include Parameters of nested child Blocks
         known = self.list_ctx() if self._data is not None else \
             (self._deferred_init[1] if self._deferred_init else None)
         if ctx is not None and known is not None and set(ctx) != set(known):
-            raise AssertionError(
+            raise ParameterLoadError(
                 f"Failed to load Parameter '{self.name}' on {ctx} because it was "
                 f"previous initialized on {known}.")
         return data, known or ctx or [cpu()], dtype
@@ -433,7 +443,7 @@ because the later does not include Parameters of nested child Blocks
                 return data.astype(self.dtype, copy=False), None
             return data, data.dtype
         if not same:
-            raise AssertionError(
+            raise ParameterLoadError(
                 f"Failed loading Parameter '{self.name}' from saved params: dtype incompatible "
                 f"expected {self.dtype} vs saved {_dtype_str(data)}. "
                 "Set cast_dtype=True to cast the dtype of saved params.")
@@ -758,7 +768,7 @@ not match with stored for attribute 'shape': desired '(4, 3)' vs stored '(2, 3)'
         if restore_prefix:
             for name in self.keys():
                 if not name.startswith(restore_prefix):
-                    raise AssertionError(
+                    raise ParameterLoadError(
                         f"restore_prefix is '{restore_prefix}' but Parameters name '{name}' does "
                         f"not start with '{restore_prefix}'. For more info on naming, please see "
                         f"{_NAMING_URL}")
@@ -777,7 +787,7 @@ not match with stored for attribute 'shape': desired '(4, 3)' vs stored '(2, 3)'
         if not allow_missing:
             for name in self.keys():
                 if name not in arg_dict:
-                    raise AssertionError(
+                    raise ParameterLoadError(
                         f"Parameter '{name[lprefix:]}' is missing in {source}, which contains "
                         f"parameters: {_brief_print_list(arg_dict.keys())}. Please make sure "
                         "source and target networks have the same prefix.For more info on "
@@ -786,7 +796,7 @@ not match with stored for attribute 'shape': desired '(4, 3)' vs stored '(2, 3)'
         for name in arg_dict:
             if name not in self._params:
                 if not ignore_extra:
-                    raise AssertionError(
+                    raise ParameterLoadError(
                         f"Parameter '{name[lprefix:]}' loaded from {source} is not present in "
                         f"ParameterDict, choices are: {_brief_print_list(self._params.keys())}. "
                         "Set ignore_extra to True to ignore. Please make sure source and target "
