@@ -135,6 +135,25 @@ def test_hostile_variable_shape_and_dtype_hints_are_attr_errors():
         _load(doc)
 
 
+@pytest.mark.parametrize("key,value", [("__lr_mult__", "nan"), ("__wd_mult__", "1e400"),
+                                       ("__lr_mult__", "abc"), ("__init__", "[[[[["),
+                                       ("__init__", '["uniform"]'), ("__init__", "x y")])
+def test_hostile_lr_mult_and_init_hints_are_attr_errors(key, value):
+    """A file's lr_mult of NaN or inf once trained to NaN weights without an error."""
+    doc = json.loads(mx.sym.Variable("w", lr_mult=2.0, init=mx.init.Uniform()).tojson())
+    _load(doc)  # the valid hints load
+    doc["nodes"][0]["attrs"][key] = value
+    with pytest.raises(AttrError, match=rf"node 0 \(w\): attribute {key}"):
+        _load(doc)
+
+
+def test_a_non_finite_lr_mult_given_in_python_is_refused_by_the_optimizer():
+    net = mx.sym.FullyConnected(mx.sym.Variable("x"), mx.sym.Variable("fc_weight",
+                                lr_mult=float("nan")), num_hidden=2, no_bias=True)
+    with pytest.raises(AttrError, match="fc_weight: attribute __lr_mult__='nan'"):
+        mx.optimizer.SGD(sym=net, param_idx2name={0: "fc_weight"})
+
+
 def test_arange_step_zero_is_a_shape_error():
     # _arange_len divided by the step: ZeroDivisionError
     with pytest.raises(ShapeError, match=r"_arange.*Range does not support step=0"):
@@ -186,3 +205,42 @@ def test_valid_symbols_still_round_trip():
     net = mx.sym.Group([mx.sym.SliceChannel(net, num_outputs=2, name="sp")[1], net])
     assert mx.sym.load_json(net.tojson()).tojson() == net.tojson()
     assert mx.sym.load_json(net.tojson().encode()).list_outputs() == net.list_outputs()
+
+
+def _one_op_json(op: str, attrs: dict, n_inputs: int) -> str:
+    nodes = [{"op": "null", "name": f"in{i}", "inputs": []} for i in range(n_inputs)]
+    nodes.append({"op": op, "name": "node", "attrs": attrs,
+                  "inputs": [[i, 0, 0] for i in range(n_inputs)]})
+    return json.dumps({"nodes": nodes, "heads": [[n_inputs, 0, 0]]})
+
+
+@pytest.mark.parametrize("op,attrs,shapes", [
+    ("_backward_take", {"axis": "0"}, [(3, 5, 2), (3, 4, 2), (5,)]),
+    ("_backward_pick", {}, [(3, 2), (3, 4, 2), (3, 2)]),
+    ("_backward_Concat", {"num_args": "2", "dim": "0"}, [(2, 5, 3), (2, 2, 3), (2, 3, 3)]),
+    ("_reduce_bcast", {"axis": "(1, 2)"}, [(4,), (3, 4, 5)]),
+    ("_backward_tile", {"reps": "1"}, [(2, 4, 3), (2, 3)]),
+    ("_backward_slice_axis", {"axis": "0", "begin": "1", "end": "3"}, [(3, 2), (3, 5)]),
+])
+def test_backward_helpers_check_the_output_gradient_shape(op, attrs, shapes):
+    # found by the attribute fuzz: the rules took any ograd, and the kernel failed in torch
+    sym = mx.sym.load_json(_one_op_json(op, attrs, len(shapes)))
+    with pytest.raises(ShapeError, match=rf"operator node \({op}\): .*(Shape|shape)"):
+        sym.infer_shape(**{f"in{i}": s for i, s in enumerate(shapes)})
+
+
+def test_axes_out_of_range_and_huge_ranks_are_shape_errors():
+    # found by the attribute fuzz: IndexError in the rule / at forward, numpy's ValueError
+    x = mx.sym.Variable("x")
+    with pytest.raises(ShapeError, match="axis 255"):
+        mx.sym.argmin(x, axis=255).infer_shape(x=(3, 4, 2))
+    with pytest.raises(ShapeError, match="axis 255"):
+        mx.sym.broadcast_axis(x, axis=255, size=4).infer_shape(x=(3, 1, 2))
+    with pytest.raises(ShapeError, match="at most 64"):
+        mx.sym.zeros(shape=(1,) * 65).infer_shape()
+
+
+def test_smooth_l1_with_sigma_zero_is_zero_as_in_mxnet():
+    # 1 / sigma**2 raised ZeroDivisionError; MXNet's float division gives inf: all zeros
+    x = mx.nd.array([-3.0, -0.5, 0.0, 0.5, 3.0])
+    assert mx.nd.smooth_l1(x, scalar=0).asnumpy().tolist() == [0.0] * 5

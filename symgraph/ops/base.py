@@ -264,8 +264,17 @@ def known(shape: Shape | None) -> bool:
     return bool(shape) and all(d > 0 for d in shape)
 
 
+# The most dimensions an array may have: numpy's limit, so every value can be read back
+# (``asnumpy``); inference refuses larger ranks (a shape attribute of 100 ones).
+MAX_NDIM = 64
+
+
 def merge_shape(a: Shape, b: Shape, what: str) -> Shape:
-    """Unify two partial shapes, raising a ``ShapeError`` quoting both when they disagree."""
+    """Unify two partial shapes, raising a ``ShapeError`` quoting both when they disagree
+    (or when ``b``, a rule's result, has a negative dimension or more than ``MAX_NDIM``)."""
+    if len(b) > MAX_NDIM or any(d < 0 for d in b):
+        raise ShapeError(f"Invalid shape for {what}: {tuple(b)} (dimensions must be >= 0, "
+                         f"at most {MAX_NDIM} of them)")
     if not a:
         return tuple(b)
     if not b:
@@ -297,6 +306,22 @@ def unary_shape(p: Params, shapes: list[Shape]):
     if not shapes[0]:
         return None
     return shapes, [shapes[0]]
+
+
+def grad_rule(forward_shape: ShapeFn) -> ShapeFn:
+    """The shape rule of a backward helper ``(ograd, *forward inputs)`` computing the first
+    input's gradient: ``forward_shape`` completes the forward inputs, ``ograd`` must have the
+    forward's output shape (a file naming the helper cannot make the kernel read past it)."""
+    def rule(p: Params, shapes: list[Shape]):
+        ograd, ins = shapes[0], list(shapes[1:])
+        if not ins[0]:
+            return None
+        forward = forward_shape(p, ins)
+        if forward is not None:
+            ins = list(forward[0])
+            ograd = merge_shape(ograd, forward[1][0], "input 'ograd'")
+        return [ograd] + ins, [ins[0]]
+    return rule
 
 
 def _first_from_output(p: Params, shapes: list[Shape], outs: list[Shape]):

@@ -226,6 +226,11 @@ def _axis_shape(p, shapes):
     sizes = (p.size,) if isinstance(p.size, int) else tuple(p.size)
     out = list(x)
     for a, s in zip(axes, sizes):
+        if not -len(x) <= a < len(x):
+            raise ShapeError(f"broadcast_axis: axis {a} is out of range for an input of "
+                             f"{len(x)} dimensions")
+        if s < 0:
+            raise ShapeError(f"broadcast_axis: size {s} for axis {a} is negative")
         if x[a] != 1:
             raise ShapeError(f"broadcast_axis: axis {a} has size {x[a]}, must be 1")
         out[a] = s

@@ -86,7 +86,8 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_Cast", inputs=("ograd", "data"), hidden=True,
-    infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
+    # ograd cast to data's dtype: ograd's shape (norm passes the reduced gradient and x)
+    infer_shape=lambda p, s: (s, [s[0]]) if s[0] else None,
     infer_type=lambda p, t: (list(t), [t[1]]) if t[1] is not None else None,
     forward=lambda p, ins, aux, rt: (cast_to(ins[0], ins[1].dtype),), kernel=triton_backward_cast,
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_Cast", og[0], ins[0]), None],

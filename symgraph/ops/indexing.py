@@ -41,7 +41,7 @@ import torch
 
 from ..attrs import Param
 from ..base import DTypeError, MXNetError, ShapeError
-from .base import Case, OpDef, known, merge_shape, register
+from .base import Case, OpDef, grad_rule, known, merge_shape, register
 
 _INDEX_DTYPES = ("bfloat16", "float16", "float32", "float64", "int32", "int64", "int8", "uint8")
 
@@ -157,7 +157,7 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_take", inputs=("ograd", "a", "indices"), params=_TAKE_PARAMS, hidden=True,
-    infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None, infer_type=value_type((0, 1)),
+    infer_shape=grad_rule(_take_shape), infer_type=value_type((0, 1)),
     forward=_backward_take, kernel=triton_backward_take,
     gradient=lambda g, p, ins, outs, og: [
         g.op("take", og[0], ins[2], axis=p.axis, mode=p.mode), None, None],
@@ -189,15 +189,6 @@ def _pick_shape(p, shapes):
     expected = keep if index and len(index) == len(data) else drop
     index = merge_shape(index, expected, "input 'index'")
     return [data, index], [keep if p.keepdims else drop]
-
-
-def _backward_pick_shape(p, shapes):
-    """ograd has pick's output shape, index pick's index shape; the gradient data's."""
-    ograd, data, index = shapes
-    if not data:
-        return None
-    (data, index), (out,) = _pick_shape(p, [data, index])
-    return [merge_shape(ograd, out, "input 'ograd'"), data, index], [data]
 
 
 def _pick_index(p, data: torch.Tensor, index: torch.Tensor) -> tuple[int, torch.Tensor]:
@@ -299,7 +290,7 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_pick", inputs=("ograd", "data", "index"), params=_PICK_PARAMS,
-    hidden=True, infer_shape=_backward_pick_shape,
+    hidden=True, infer_shape=grad_rule(_pick_shape),
     infer_type=value_type((0, 1)), forward=_backward_pick, kernel=triton_backward_pick,
     prepare=_backward_pick_prepare,
     gradient=lambda g, p, ins, outs, og: [g.op(
@@ -530,7 +521,7 @@ def _backward_gather_nd(p, ins, aux, rt):
 
 register(OpDef(
     name="_backward_gather_nd", inputs=("ograd", "data", "indices"), hidden=True,
-    infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None, infer_type=value_type((0, 1)),
+    infer_shape=grad_rule(_gather_nd_shape), infer_type=value_type((0, 1)),
     forward=_backward_gather_nd, kernel=triton_backward_gather_nd,
     gradient=lambda g, p, ins, outs, og: [g.op("gather_nd", og[0], ins[2]), None, None],
     cases=(Case(((5, 2), (3, 4, 2), (2, 5)), ints={2: 3}, no_grad_inputs=(1,)),),

@@ -92,6 +92,15 @@ def _concat_shape(p, shapes):
     return ins, [tuple(total if d == axis else common[d] for d in range(ndim))]
 
 
+def _backward_concat_shape(p, shapes):
+    """ograd has the Concat output's shape; each gradient its input's."""
+    ograd, ins = shapes[0], list(shapes[1:])
+    if not all(ins):
+        return None
+    ins, (out,) = _concat_shape(p, ins)
+    return [merge_shape(ograd, out, "input 'ograd'")] + ins, ins
+
+
 def _concat_forward(p, ins, aux, rt):
     return (torch.cat(list(ins), dim=norm_axis(p.dim, ins[0].dim(), "Concat")),)
 
@@ -187,9 +196,9 @@ def _backward_concat(p, ins, aux, rt):
 
 register(OpDef(
     name="_backward_Concat", hidden=True,
-    params=(Param("num_args", "int", upper=MAX_VARIADIC), Param("dim", "int", 1)),
+    params=(Param("num_args", "int", lower=1, upper=MAX_VARIADIC), Param("dim", "int", 1)),
     inputs=lambda p: ["ograd"] + _args(p), outputs=lambda p: [f"{a}_grad" for a in _args(p)],
-    infer_shape=lambda p, s: (s, list(s[1:])) if all(s[1:]) else None,
+    infer_shape=_backward_concat_shape,
     infer_type=shared_type, forward=_backward_concat, kernel=triton_backward_concat,
     gradient=lambda g, p, ins, outs, og: [g.op("Concat", *og, num_args=len(og), dim=p.dim)]
     + [None] * p.num_args,

@@ -9,7 +9,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, merge_shape, register
 
 _PARAMS = (Param("axis", "axis", None, doc="Axis or axes to reduce (None: all)."),
            Param("keepdims", "bool", False, doc="Keep reduced axes with length 1."),
@@ -206,7 +206,8 @@ def _triton_bcast(scale_by_count: bool):
 def _bcast_shape(p, shapes):
     if not shapes[1]:
         return None
-    return [shapes[0] or reduced_shape(p, shapes[1]), shapes[1]], [shapes[1]]
+    ograd = merge_shape(shapes[0], reduced_shape(p, shapes[1]), "input 'ograd'")
+    return [ograd, shapes[1]], [shapes[1]]
 
 
 def _count(p, shape) -> int:
@@ -246,6 +247,8 @@ def _arg_shape(p, shapes):
     shape = shapes[0]
     if p.axis is None:
         return shapes, [(1,) * len(shape) if p.keepdims else (1,)]
+    if not -len(shape) <= p.axis < len(shape):
+        raise ShapeError(f"axis {p.axis} exceeds the input dimension of {len(shape)}")
     axis = p.axis % len(shape)
     if p.keepdims:
         return shapes, [tuple(1 if i == axis else d for i, d in enumerate(shape))]

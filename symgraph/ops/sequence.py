@@ -28,7 +28,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, merge_shape, register
+from .base import Case, OpDef, grad_rule, merge_shape, register
 from .indexing import as_index
 
 
@@ -193,13 +193,9 @@ def _inputs_back(p) -> list[str]:
     return ["ograd"] + _inputs(p)
 
 
-def _back_last_shape(p, shapes):
-    return (shapes, [shapes[1]]) if shapes[1] else None
-
-
 register(OpDef(
     name="_backward_SequenceLast", inputs=_inputs_back, params=_params(), hidden=True,
-    infer_shape=_back_last_shape,
+    infer_shape=grad_rule(_shape_rule("SequenceLast", _drop_time)),
     infer_type=lambda p, t: (list(t), [t[0]]) if t[0] is not None else None,
     forward=_backward_last, kernel=triton_backward_sequence_last,
     gradient=lambda g, p, ins, outs, og: [g.op(

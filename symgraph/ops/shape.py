@@ -5,7 +5,7 @@ import math
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, grad_rule, register
 
 
 def _infer_reshape(src: tuple, spec: tuple, reverse: bool) -> tuple:
@@ -222,7 +222,7 @@ def triton_transpose_back(p, ins, aux, rt):
 
 register(OpDef(
     name="_transpose_back", params=(Param("axes", "shape", ()),), inputs=("ograd", "data"),
-    hidden=True, infer_shape=lambda p, s: (s, [s[1]]) if s[1] else None,
+    hidden=True, infer_shape=grad_rule(_transpose_shape),
     forward=lambda p, ins, aux, rt: (
         ins[0].permute(_inverse(_axes(p, ins[0].dim()))).contiguous(),),
     kernel=triton_transpose_back,

@@ -54,7 +54,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, grad_rule, register
 
 # ------------------------------------------------------------------ slice
 
@@ -185,14 +185,20 @@ register(OpDef(
     axis as MXNet's ``GetIndexRange`` does. Empty results raise ``ShapeError``."""))
 
 
-def _grad_shape(p, shapes):
-    """Backward helpers ``(ograd, data, ...)``: the gradient has data's shape."""
-    return (shapes, [shapes[1]]) if shapes[1] else None
+def _slice_like_grad_shape(p, shapes):
+    """``_backward_slice_like``: ograd fits at the origin of data (same rank, no larger)."""
+    ograd, data = shapes
+    if not data:
+        return None
+    if ograd and (len(ograd) != len(data) or any(g > d for g, d in zip(ograd, data))):
+        raise ShapeError(f"input 'ograd' of shape {tuple(ograd)} does not fit into the input "
+                         f"of shape {tuple(data)}")
+    return [ograd, data], [data]
 
 
 register(OpDef(
     name="_backward_slice", params=_SLICE_PARAMS, inputs=("ograd", "data"), hidden=True,
-    infer_shape=_grad_shape,
+    infer_shape=grad_rule(_slice_shape),
     forward=lambda p, ins, aux, rt: (
         _scatter(ins[0], tuple(ins[1].shape), slice_ranges(p, tuple(ins[1].shape))),),
     kernel=triton_backward_slice,
@@ -285,7 +291,7 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_slice_axis", params=_SLICE_AXIS_PARAMS, inputs=("ograd", "data"),
-    hidden=True, infer_shape=_grad_shape, forward=_backward_slice_axis,
+    hidden=True, infer_shape=grad_rule(_slice_axis_shape), forward=_backward_slice_axis,
     kernel=triton_backward_slice_axis,
     gradient=lambda g, p, ins, outs, og: [
         g.op("slice_axis", og[0], axis=p.axis, begin=p.begin, end=p.end), None],
@@ -369,7 +375,8 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_slice_like", inputs=("ograd", "data"), hidden=True,
-    infer_shape=_grad_shape, forward=_backward_slice_like, kernel=triton_backward_slice_like,
+    infer_shape=_slice_like_grad_shape, forward=_backward_slice_like,
+    kernel=triton_backward_slice_like,
     gradient=lambda g, p, ins, outs, og: [g.op("slice_like", og[0], ins[0]), None],
     cases=(Case(((2, 3), (3, 4)), no_grad_inputs=(1,)),),
     doc="Gradient of ``slice_like``: the output gradient placed at the origin of zeros."))
@@ -430,7 +437,8 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_tile", params=(Param("reps", "shape"),), inputs=("ograd", "data"),
-    hidden=True, infer_shape=_grad_shape, forward=_backward_tile, kernel=triton_backward_tile,
+    hidden=True, infer_shape=grad_rule(_tile_shape), forward=_backward_tile,
+    kernel=triton_backward_tile,
     gradient=lambda g, p, ins, outs, og: [g.op("tile", og[0], reps=p.reps), None],
     cases=(Case(((2, 4, 3), (2, 3)), {"reps": (2, 2, 1)}, no_grad_inputs=(1,)),),
     doc="Gradient of ``tile``: the output gradient summed over the repetitions."))
@@ -508,7 +516,7 @@ register(OpDef(
 
 register(OpDef(
     name="_backward_repeat", params=_REPEAT_PARAMS, inputs=("ograd", "data"), hidden=True,
-    infer_shape=_grad_shape, forward=_backward_repeat, kernel=triton_backward_repeat,
+    infer_shape=grad_rule(_repeat_shape), forward=_backward_repeat, kernel=triton_backward_repeat,
     gradient=lambda g, p, ins, outs, og: [
         g.op("repeat", og[0], repeats=p.repeats, axis=p.axis), None],
     cases=(Case(((2, 6), (2, 3)), {"repeats": 2, "axis": 1}, no_grad_inputs=(1,)),),

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from ..base import AttrError
 from ..ndarray import NDArray
 from . import fields
 
@@ -219,7 +220,7 @@ class Optimizer:
         if not self.sym_info:
             return {}
         attr, arg_names = self.sym_info
-        return {name: float(attr[name][key]) for name in arg_names
+        return {name: _mult(name, key, attr[name][key]) for name in arg_names
                 if name in attr and key in attr[name]}
 
     def _set_current_context(self, device_id: int) -> None:
@@ -268,3 +269,15 @@ class Optimizer:
 
 register = Optimizer.register
 create = Optimizer.create_optimizer
+
+
+def _mult(name: str, key: str, value) -> float:
+    """A symbol argument's ``__lr_mult__``/``__wd_mult__`` as a finite float."""
+    try:
+        mult = float(value)
+    except (TypeError, ValueError):
+        mult = float("nan")
+    if not np.isfinite(mult):
+        raise AttrError(f"argument {name}: attribute {key}={str(value)[:80]!r} is not a "
+                        "finite number")
+    return mult
