@@ -457,11 +457,16 @@ def _recorded_grad(heads, variables: list, head_grads, train_mode: bool) -> list
     differentiated again. Random operators draw anew in the recomputed forward."""
     from .autodiff import build_gradients
     from .cached_graph import CachedGraph
+    from .composite import expand
+    from .graph import IndexedGraph
     from .symbol import Group, zeros_like
     from .symbol.symbol import Symbol
     heads, head_grads = _heads(heads, head_grads)
     outs, leaves = _recorded_symbols(heads)
     ig = Group(outs)._graph()
+    expanded = expand(ig.heads)  # composite ops differentiate through their decomposition
+    if expanded is not ig.heads:
+        ig = IndexedGraph(expanded)
     wanted = []
     for k, v in enumerate(variables):
         if id(v) not in leaves:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import config, cse, rewrite
+from . import composite, config, cse, rewrite
 from .autodiff import Gradients, build_gradients
 from .base import NAME_TO_TORCH, MXNetError, ShapeError
 from .graph import IndexedGraph
@@ -338,6 +338,9 @@ def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
 
     ``fwd``: ``(IndexedGraph(heads), its shapes, its dtypes)`` when the caller inferred them.
     """
+    expanded = composite.expand(heads)  # always: composite ops have no kernel of their own
+    if expanded is not heads:
+        heads, fwd = expanded, None
     if config.get().graph_rewrites:
         rewritten = rewrite.apply(heads, shapes_in, dtypes_in, fwd)
         if rewritten is not heads:  # a new graph: its shapes are inferred again below

@@ -108,14 +108,14 @@ class OpDef:
     """Everything about one operator; see the module docstring."""
 
     name: str
-    forward: ForwardFn
-    infer_shape: ShapeFn
+    forward: ForwardFn = None  # type: ignore[assignment] # None: derived from ``decompose``
+    infer_shape: ShapeFn = None  # type: ignore[assignment] # None: derived from ``decompose``
     params: tuple[Param, ...] = ()
     inputs: Any = ("data",)  # list of names, or p -> names (variadic ops)
     aux: Any = ()
     outputs: Any = ("output",)
     num_visible: Callable[[Params], int] | None = None
-    infer_type: TypeFn = same_type
+    infer_type: TypeFn = None  # type: ignore[assignment] # None: derived, or same_type
     gradient: GradFn | None = None
     aliases: tuple[str, ...] = ()
     kernel: ForwardFn | None = None  # Triton implementation (kernels issue); None = reference
@@ -163,6 +163,23 @@ class OpDef:
     # extra attributes for inputs MXNet creates as variables, by slot name
     # (BatchNorm's moving_mean gets __init__ '["zero", {}]')
     var_attrs: Any = None
+    # a composite op: (b, p, ins) -> outs builds the op from registered ops through a
+    # builder like the gradient rules' (``b.op``, ``b.multi``; ``name=`` tags the node). Bound
+    # graphs run the expansion (symgraph.composite), never the op itself; forward, shape and
+    # dtype rules default to ones derived from it (an explicit shape rule may override).
+    decompose: Callable | None = None
+
+    def __post_init__(self):
+        if self.decompose is not None:
+            from .. import composite  # the mechanism works on graphs, above this module
+            derived = {"forward": composite.eager_forward, "infer_shape": composite.derived_shape,
+                       "infer_type": composite.derived_type}
+            for key, make in derived.items():
+                if getattr(self, key) is None:
+                    object.__setattr__(self, key, make(self))
+        elif self.infer_type is None:
+            object.__setattr__(self, "infer_type", same_type)
+        assert self.forward is not None and self.infer_shape is not None, self.name
 
     def input_names(self, p: Params) -> list[str]:
         return _names(self.inputs, p)

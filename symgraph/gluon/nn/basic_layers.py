@@ -264,8 +264,7 @@ class LayerNorm(HybridBlock):
 
 class InstanceNorm(HybridBlock):
     """Instance normalization (Ulyanov et al., 2016): parameters and repr as MXNet's; it
-    runs the ``InstanceNorm`` operator, which symgraph does not have yet (it raises
-    ``OpNotImplementedError`` when the layer runs)."""
+    runs the ``InstanceNorm`` operator."""
 
     def __init__(self, axis: int = 1, epsilon: float = 1e-5, center: bool = True,
                  scale: bool = False, beta_initializer="zeros", gamma_initializer="ones",
@@ -278,7 +277,6 @@ class InstanceNorm(HybridBlock):
                                              gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, x, gamma, beta):
-        # raises OpNotImplementedError until the operators issue adds InstanceNorm
         if self._axis == 1:
             return F.InstanceNorm(x, gamma, beta, name="fwd", eps=self._epsilon)
         x = x.swapaxes(1, self._axis)
@@ -290,9 +288,8 @@ class InstanceNorm(HybridBlock):
 
 
 class GroupNorm(HybridBlock):
-    """Group normalization (Wu and He, 2018): parameters and repr as MXNet's; it needs the
-    ``GroupNorm`` operator, which symgraph does not have yet (``OpNotImplementedError`` when
-    the layer runs)."""
+    """Group normalization (Wu and He, 2018): parameters and repr as MXNet's; it runs the
+    ``GroupNorm`` operator."""
 
     def __init__(self, num_groups: int = 1, epsilon: float = 1e-5, center: bool = True,
                  scale: bool = True, beta_initializer="zeros", gamma_initializer="ones",
@@ -308,7 +305,6 @@ class GroupNorm(HybridBlock):
                                              gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
-        # raises OpNotImplementedError until the operators issue adds GroupNorm
         return F.GroupNorm(data, gamma, beta, num_groups=self._num_groups, eps=self._epsilon)
 
     def __repr__(self) -> str:
