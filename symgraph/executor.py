@@ -167,6 +167,8 @@ class Executor:
         self._graphs: dict[tuple, Callable] = {}  # step-list runners, CUDA-graphed on GPU
         self._graph_pool = None  # a CUDA graph memory pool shared with other executors
         self._forwarded = False
+        # True once reshape shares output memory: forward then copies into the outputs
+        self._fixed_outputs = False
 
     def _grad_writers(self) -> list:
         """(slot, grad tensor, add?) for gradients copied after backward.
@@ -205,7 +207,10 @@ class Executor:
             self._plan.forward_infer
         self._run_steps(("forward", bool(is_train), steps is self._plan.forward_train), steps)
         for arr, slot in zip(self.outputs, self._plan.head_slots):
-            arr._t = self._values[slot]
+            if self._fixed_outputs:
+                arr._t.copy_(self._values[slot])
+            else:
+                arr._t = self._values[slot]
         self._forwarded = True
         return self.outputs
 
@@ -600,13 +605,48 @@ def _reshape(exe: Executor, partial_shaping: bool, allow_up_sizing: bool,
         if int(np.prod(shape)) > arr.size and not allow_up_sizing:
             raise ShapeError(f"reshape: new shape of arg:{name} {shape} is larger than the "
                              f"original {arr.shape}; set allow_up_sizing=True to allow it")
-        args.append(_alloc(shape, dtype_name(arr.dtype), exe._ctx))
-        grads.append(None if grad is None else _alloc(shape, dtype_name(arr.dtype), exe._ctx))
+        args.append(_head_view(arr, shape, exe._ctx))
+        grads.append(None if grad is None else _head_view(grad, shape, exe._ctx))
     for name, shape, arr in zip(aux_names, aux_s, exe.aux_arrays):
         if tuple(shape) != arr.shape:
             raise ShapeError(f"reshape: aux state {name} would change shape from {arr.shape} "
                              f"to {tuple(shape)}")
-    return _make(symbol, exe._ctx, args, grads, list(exe.aux_arrays), dict(exe._grad_req))
+    new = _make(symbol, exe._ctx, args, grads, list(exe.aux_arrays), dict(exe._grad_req))
+    _share_outputs(exe, new)
+    return new
+
+
+def _head_view(arr: NDArray, shape: tuple, ctx: Context | None = None) -> NDArray | None:
+    """``shape`` over the first elements of ``arr``'s memory (MXNet's ``NDArray::Reshape``
+    of a shrunk array); where ``arr`` is too small or not contiguous, a new zero array on
+    ``ctx`` (None without ``ctx``)."""
+    t = arr._t
+    n = int(np.prod(shape))
+    if n <= t.numel() and t.is_contiguous():
+        return NDArray(t.view(-1)[:n].view(shape))
+    return None if ctx is None else _alloc(shape, dtype_name(arr.dtype), ctx)
+
+
+def _share_outputs(base: Executor, new: Executor) -> None:
+    """Let ``new``'s outputs view ``base``'s output memory where it is large enough, as
+    MXNet's reshaped executor shares its base's memory pool; both then copy each forward's
+    results into their outputs instead of handing out the computed tensors."""
+    views = [None if o.dtype != b.dtype else _head_view(b, o.shape)
+             for o, b in zip(new.outputs, _own_outputs(base))]
+    for out, view in zip(new.outputs, views):
+        if view is not None:
+            out._t = view._t
+    new._fixed_outputs = True
+
+
+def _own_outputs(exe: Executor) -> list[NDArray]:
+    """``exe``'s outputs, first given memory of their own (a computed output may view an
+    argument or another output) unless they already have it."""
+    if not exe._fixed_outputs:
+        for out in exe.outputs:
+            out._t = out._t.clone(memory_format=torch.contiguous_format)
+        exe._fixed_outputs = True
+    return exe.outputs
 
 
 def _format_steps(title: str, steps, plan: Plan, show_source: bool) -> list[str]:

@@ -123,6 +123,49 @@ def test_reshape_shares_parameters_and_checks_sizes():
         exe.reshape(data=(2, 3))
 
 
+def test_reshape():
+    # Port of MXNet's test_executor.py::test_reshape. oracle: MXNet 1.9.1's reshaped
+    # executor views the first elements of a shrunk argument and of the outputs of the
+    # executor it came from; an up-sized argument is a new array, unchanged ones are shared.
+    x = mx.sym.Variable("x")
+    y = mx.sym.FullyConnected(x, num_hidden=4)
+    exe = y.simple_bind(mx.cpu(), x=(5, 4), grad_req="null")
+    exe.arg_arrays[0][:] = 1
+    exe.arg_arrays[1][:] = mx.nd.ones((4, 4))
+    exe.arg_arrays[2][:] = 0
+    new_exe = exe.reshape(x=(3, 4))
+    new_exe.forward(is_train=False)
+    assert np.all(new_exe.outputs[0].asnumpy() == 4)
+    assert np.all(exe.outputs[0].asnumpy()[:3] == 4)  # the outputs share memory
+    exe.forward(is_train=False)
+    assert np.all(exe.outputs[0].asnumpy() == 4)
+    exe.arg_arrays[0][:] = 2  # the base keeps writing into the shared memory
+    exe.forward(is_train=False)
+    assert np.all(new_exe.outputs[0].asnumpy() == 8)
+    new_exe.arg_arrays[0][:] = 3  # a shrunk argument views the original's first rows
+    assert np.all(exe.arg_arrays[0].asnumpy()[:3] == 3)
+    assert np.all(exe.arg_arrays[0].asnumpy()[3:] == 2)
+    big = exe.reshape(allow_up_sizing=True, x=(6, 4))
+    big.arg_arrays[0][:] = 0
+    assert np.all(exe.arg_arrays[0].asnumpy()[3:] == 2)  # not shared when up-sized
+    assert big.arg_arrays[1] is exe.arg_arrays[1]
+
+
+def test_reshape_of_an_output_that_views_its_argument():
+    # the base's output views its argument (reshape is a view); once the executor is
+    # reshaped, both write the outputs into the base's own output memory
+    x = mx.sym.Variable("x")
+    exe = mx.sym.reshape(x, shape=(-1,)).simple_bind(mx.cpu(), x=(2, 3), grad_req="null")
+    exe.arg_dict["x"][:] = 1
+    exe.forward()
+    small = exe.reshape(x=(1, 3))
+    small.arg_dict["x"][:] = 5
+    small.forward()
+    assert small.outputs[0].asnumpy().tolist() == [5, 5, 5]
+    assert exe.arg_dict["x"].asnumpy().tolist() == [[5, 5, 5], [1, 1, 1]]
+    assert exe.outputs[0].asnumpy().tolist() == [5, 5, 5, 1, 1, 1]
+
+
 def test_monitor_callback_sees_every_output():
     exe = filled(mlp().simple_bind(mx.cpu(), data=(2, 3)))
     seen = []

@@ -632,3 +632,54 @@ def test_errors_are_mxnet_errors():
                  lambda: nd.zeros(2).reshape(3)):
         with pytest.raises(MXNetError):
             expr()
+
+
+# Port of MXNet's test_broadcast (test_broadcast_like_axis). oracle: MXNet 1.9.1's
+# BroadcastLikeShape broadcasts fully unless both axes are given; then they must have the
+# same nonzero length, lie in range (negative axes counted from the end) and each lhs axis
+# must have size 1 (an equal size is refused too).
+@pytest.mark.parametrize("lshape,rshape,la,ra,want", [
+    ((1, 2, 1, 3), (5, 6, 7, 8), (0, 2), (1, 3), (6, 2, 8, 3)),
+    ((1,), (5,), (0,), (-1,), (5,)),
+    ((1, 7, 9, 1, 1), (9,), (-2,), (0,), (1, 7, 9, 9, 1)),
+    ((1, 7, 9, 1, 1), (9, 1), (-2, -1), (-2, -1), (1, 7, 9, 9, 1)),
+    ((2, 1), (1, 7, 9, 1, 1), (1,), (-3,), (2, 9)),
+    ((1, 3), (4, 3), (0,), None, (4, 3)),
+])
+def test_broadcast_like_axes(lshape, rshape, la, ra, want):
+    lhs = nd.array(RNG.uniform(size=lshape))
+    got = nd.broadcast_like(lhs, nd.ones(rshape), lhs_axes=la, rhs_axes=ra)
+    check(got, np.broadcast_to(lhs.asnumpy(), want))
+
+
+@pytest.mark.parametrize("lshape,rshape,la,ra,match", [
+    ((1, 2, 1, 3), (5, 6, 7, 8), (), (), "empty axes tuple"),
+    ((1, 2), (5, 6), (0,), (), "same nonzero length"),
+    ((2, 3), (2, 5), (0,), (0,), "size 2"),
+    ((2, 1), (3, 5), (-3,), (0,), "lhs_axes"),
+    ((2, 1), (3, 5), (1,), (2,), "rhs_axes"),
+])
+def test_broadcast_like_axes_errors(lshape, rshape, la, ra, match):
+    lhs, rhs = nd.ones(lshape), nd.ones(rshape)
+    with pytest.raises(MXNetError, match=match):
+        nd.broadcast_like(lhs, rhs, lhs_axes=la, rhs_axes=ra)
+
+
+# Port of MXNet's test_ndarray_indexing: negative-step slices combined with array indices
+# select what numpy selects (the slices stay slices: they do not broadcast with the arrays).
+@pytest.mark.parametrize("key", [
+    (1, [2], np.array([[3]], dtype=np.int32), slice(None, None, -1)),
+    (slice(None, None, -2), [0, 2], slice(None)),
+    ([1, 0], slice(3, 0, -1), Ellipsis, slice(None, None, -1)),
+    (None, slice(None, None, -1), np.array([1, 1, 0]), None),
+    ([1, 2], slice(3, 0, -2), (2, 3), [3, 4]),  # a tuple inside the key is an array index
+])
+def test_ndarray_indexing_negative_step_with_arrays(key):
+    base = np.arange(3 * 4 * 5 * 6, dtype=np.float32).reshape(3, 4, 5, 6)
+    check(nd.array(base)[key], base[key], exact=True)
+    want = base.copy()
+    value = np.arange(want[key].size, dtype=np.float32).reshape(want[key].shape)
+    want[key] = value
+    arr = nd.array(base)
+    arr[key] = nd.array(value)
+    np.testing.assert_array_equal(arr.asnumpy(), want)

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from symgraph import ndarray as nd
-from symgraph.base import MXNetError
+from symgraph import util
+from symgraph.base import FLAG_TO_NAME, NAME_TO_TORCH, MXNetError
 from symgraph.ndarray import io as ndio
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "params"
@@ -44,7 +45,8 @@ def assert_same(got: nd.NDArray, want: np.ndarray) -> None:
 # ------------------------------------------------------------------ reading MXNet's files
 @pytest.mark.parametrize("name", ["dense", "npshape", "v1", "legacy"])
 def test_load_list_fixture(name, expected):
-    loaded = nd.load(FIXTURES / f"{name}.params")
+    with util.np_shape(name == "npshape"):  # saved under npx.set_np(): MXNet loads it so
+        loaded = nd.load(FIXTURES / f"{name}.params")
     want = list(group(expected, name).values())
     assert isinstance(loaded, list) and len(loaded) == len(want)
     for got, w in zip(loaded, want):
@@ -81,7 +83,8 @@ def test_save_is_byte_identical_to_mxnet(name, expected, tmp_path):
     arrays = to_nd(group(expected, name))
     data = arrays if name == "named" else list(arrays.values())
     out = tmp_path / f"{name}.params"
-    nd.save(out, data)
+    with util.np_shape(name == "npshape"):
+        nd.save(out, data)
     assert out.read_bytes() == (FIXTURES / f"{name}.params").read_bytes()
 
 
@@ -233,3 +236,55 @@ def test_path_types(tmp_path):
         nd.save(123, [nd.zeros(1)])
     with pytest.raises(FileNotFoundError):
         nd.load(tmp_path / "missing.params")
+
+
+_ZERO_SIZE_SHAPES = [(2, 0, 1), (0,), (0, 4), (3, 0, 0, 0), (2, 1), (0, 5, 0)]
+
+
+def _record_magics(path) -> list[int]:
+    """The magic of every array record of a dense ``.params`` file, in order."""
+    buf = pathlib.Path(path).read_bytes()
+    (count,) = struct.unpack_from("<Q", buf, 16)
+    magics, pos = [], 24
+    for _ in range(count):
+        magic, _stype, ndim = struct.unpack_from("<Iii", buf, pos)
+        shape = struct.unpack_from(f"<{ndim}q", buf, pos + 12)
+        flag = struct.unpack_from("<i", buf, pos + 12 + 8 * ndim + 8)[0]
+        itemsize = NAME_TO_TORCH[FLAG_TO_NAME[flag]].itemsize
+        pos += 12 + 8 * ndim + 12 + itemsize * int(np.prod(shape))
+        magics.append(magic)
+    return magics
+
+
+@pytest.mark.parametrize("save_np,load_np", [(False, False), (True, False), (False, True),
+                                             (True, True)])
+def test_save_load_scalar_zero_size_ndarrays(tmp_path, save_np, load_np):
+    # Port of MXNet's test of the same name. oracle: MXNet 1.9.1 writes V3 records
+    # (0xF993FACA) under np_shape and V2 otherwise; a V3 file with zero-size arrays does not
+    # load in legacy mode, nor a V2 file whose shapes hold a 0 under np_shape (MXNetError).
+    shapes = _ZERO_SIZE_SHAPES + ([(), ()] if save_np else [])
+    rng = np.random.default_rng(0)
+    path = tmp_path / "dataset"
+    with util.np_shape(save_np):
+        arrays = [nd.array(rng.integers(0, 10, size=s)) for s in shapes]
+        nd.save(path, arrays)
+    assert set(_record_magics(path)) == {ndio.V3_MAGIC if save_np else ndio.V2_MAGIC}
+    with util.np_shape(load_np):
+        if save_np != load_np:
+            with pytest.raises(MXNetError, match="mx.np_shape"):
+                nd.load(path)
+            return
+        loaded = nd.load(path)
+    assert [a.shape for a in loaded] == shapes
+    for got, want in zip(loaded, arrays):
+        np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
+
+
+def test_legacy_mode_scalar_round_trip(tmp_path):
+    # Legacy shapes cannot express a 0-d array (MXNet writes ndim 0 and cannot read it
+    # back), so a 0-d array keeps a V3 record in legacy mode and loads back in legacy mode;
+    # V3 records without a zero-size shape load in legacy mode too.
+    nd.save(tmp_path / "s", [nd.array(3.0), nd.array([1.0, 2.0])])
+    assert _record_magics(tmp_path / "s") == [ndio.V3_MAGIC, ndio.V2_MAGIC]
+    scalar, vector = nd.load(tmp_path / "s")
+    assert scalar.shape == () and scalar.asscalar() == 3.0 and vector.shape == (2,)

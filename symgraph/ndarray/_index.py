@@ -25,7 +25,7 @@ def _convert(k, device: torch.device):
         return int(k)
     if isinstance(k, torch.Tensor):
         return k.to(device=device, dtype=torch.int64)
-    if isinstance(k, (np.ndarray, list)):
+    if isinstance(k, (np.ndarray, list, tuple)):  # a tuple inside the key is a sequence
         arr = np.asarray(k)
         if arr.dtype == object or not (arr.size == 0 or np.issubdtype(arr.dtype, np.number)
                                        or arr.dtype == np.bool_):
@@ -71,6 +71,22 @@ def _positive_steps(key: tuple, shape: tuple) -> tuple[tuple, list[int]]:
     return tuple(out), flips
 
 
+def _flipped_steps(key: tuple, shape: tuple) -> tuple[tuple, list[int]]:
+    """For a key with array indices: the source dims to flip and the key that selects the
+    same elements from the flipped tensor with positive-step slices (slices stay slices, so
+    they do not broadcast with the arrays, as in numpy)."""
+    out, dims, src = [], [], 0
+    for k in _expand_ellipsis(key, len(shape)):
+        if isinstance(k, slice) and k.step is not None and k.step < 0:
+            n = shape[src]
+            picked = range(*k.indices(n))
+            k = slice(n - 1 - picked[0], n - picked[-1], -k.step) if picked else slice(0, 0)
+            dims.append(src)
+        src += k is not None
+        out.append(k)
+    return tuple(out), dims
+
+
 def _has_tensor(key: tuple) -> bool:
     return any(isinstance(k, torch.Tensor) for k in key)
 
@@ -84,7 +100,8 @@ def getitem(t: torch.Tensor, key) -> torch.Tensor:
     key = normalize(key, t.device)
     if _has_tensor(key):
         if _has_negative_step(key):
-            raise IndexError("negative-step slices cannot be combined with array indices")
+            key, dims = _flipped_steps(key, tuple(t.shape))
+            t = t.flip(dims)
         out = t[key]
     else:
         pos, flips = _positive_steps(key, tuple(t.shape))
@@ -100,13 +117,17 @@ def setitem(t: torch.Tensor, key, value: torch.Tensor) -> None:
     """``t[key] = value`` in place, broadcasting ``value`` to the selected region."""
     key = normalize(key, t.device)
     if _has_tensor(key):
-        if _has_negative_step(key):
-            raise IndexError("negative-step slices cannot be combined with array indices")
+        target, dims = t, []
+        if _has_negative_step(key):  # write into a flipped copy, then copy it back
+            key, dims = _flipped_steps(key, tuple(t.shape))
+            target = t.flip(dims)
         try:
-            t[key] = value
+            target[key] = value
         except RuntimeError as err:
             raise ShapeError(f"cannot assign a value of shape {tuple(value.shape)} to the "
                              f"region selected by an array index: {err}") from err
+        if dims:
+            t.copy_(target.flip(dims))
         return
     pos, flips = _positive_steps(key, tuple(t.shape))
     view = t[pos]

@@ -11,10 +11,13 @@ Layout (all little-endian), as ``NDArray::Save`` in MXNet 1.x writes it::
     uint64 name count (0 or the array count), per name: uint64 length, bytes
 
 Older files are read too: V1 (magic 0xF993FAC8, no stype) and the first format (no
-magic: the record starts with a uint32 ndim followed by uint32 dims). We write V2, which
-MXNet 1.9.1 writes byte for byte the same, except for 0-d and zero-size arrays, which
-legacy shape semantics cannot express: those get V3, as MXNet writes under
-``npx.set_np()``. Loaded arrays are placed on the CPU.
+magic: the record starts with a uint32 ndim followed by uint32 dims). As MXNet 1.9.1 does,
+byte for byte, we write V3 records under NumPy shape semantics (``mx.np_shape(True)``) and
+V2 records otherwise, except for 0-d arrays, which legacy shapes cannot express: those get
+V3 in both. As in MXNet, a zero-size array saved under one semantics does not load under
+the other (MXNet refuses every record of the other semantics; we refuse only those whose
+shape holds a 0, the dimension the two semantics read differently). Loaded arrays are
+placed on the CPU.
 
 Two corner cases differ from MXNet's reader: a V2 record with ndim 0 (which MXNet 1.9.1
 writes for a 0-d array but then cannot read back) is read as a 0-d array, and a record
@@ -34,6 +37,7 @@ import torch
 
 from ..base import FLAG_TO_NAME, NAME_TO_FLAG, NAME_TO_TORCH, TORCH_TO_NAME, FileFormatError
 from ..fileio import atomic_write
+from ..util import is_np_shape
 from .ndarray import NDArray
 
 LIST_MAGIC = 0x112
@@ -141,10 +145,10 @@ def _encode(arrays: list[NDArray], names: list[str]) -> Iterator[bytes | memoryv
 
 def _array_header(t: torch.Tensor) -> bytes:
     shape = tuple(t.shape)
-    legacy_ok = len(shape) > 0 and all(d > 0 for d in shape)
+    numpy_record = is_np_shape() or not shape  # legacy shapes cannot express a 0-d array
     dev_type, dev_id = (2, t.device.index or 0) if t.is_cuda else (1, 0)
     flag = NAME_TO_FLAG[TORCH_TO_NAME[t.dtype]]
-    return struct.pack(f"<Iii{len(shape)}qiii", V2_MAGIC if legacy_ok else V3_MAGIC, 0,
+    return struct.pack(f"<Iii{len(shape)}qiii", V3_MAGIC if numpy_record else V2_MAGIC, 0,
                        len(shape), *shape, dev_type, dev_id, flag)
 
 
@@ -273,6 +277,7 @@ def _read_array(r: _Reader, i: int) -> NDArray:
         raise r.error(f"{what} has an unknown magic number 0x{magic:08x} at offset {r.pos - 4}")
     if shape is None:
         return NDArray(torch.empty(0))
+    _check_semantics(r, what, magic, shape)
     dev_type, _dev_id, flag = r.unpack("iii", f"{what} context and dtype")
     if dev_type not in _DEV_TYPES:
         raise r.error(f"{what} has an invalid device type {dev_type}")
@@ -283,6 +288,19 @@ def _read_array(r: _Reader, i: int) -> NDArray:
     itemsize = NAME_TO_TORCH[name].itemsize
     raw = r.read(count * itemsize, f"{what} data ({count} x {name})")
     return NDArray(_tensor_from_bytes(raw, name, shape))
+
+
+def _check_semantics(r: _Reader, what: str, magic: int, shape: tuple) -> None:
+    """Refuse a zero-size shape saved under the other shape semantics, as MXNet does."""
+    if 0 not in shape or (magic == V3_MAGIC) == is_np_shape():
+        return
+    if magic == V3_MAGIC:
+        raise r.error(f"{what} of shape {shape} was saved in NumPy shape semantics and must "
+                      "be loaded in the same semantics: turn it on with "
+                      "`with mx.np_shape(True)` around the load")
+    raise r.error(f"{what} of shape {shape} was not saved in NumPy shape semantics (a 0 is an "
+                  "unknown dimension there) but is loaded in NumPy shape semantics: turn it "
+                  "off with `with mx.np_shape(False)` around the load")
 
 
 def _tensor_from_bytes(raw: memoryview, name: str, shape: tuple) -> torch.Tensor:

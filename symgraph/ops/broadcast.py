@@ -156,26 +156,31 @@ register(OpDef(
 
 def _like_target(p, a: tuple, b: tuple) -> tuple:
     """The output shape: ``b``, or ``a`` with its ``lhs_axes`` taking ``b``'s ``rhs_axes``."""
-    if p.lhs_axes is None and p.rhs_axes is None:
+    if p.lhs_axes is None or p.rhs_axes is None:  # MXNet: both or neither
         broadcast_shapes(a, b)
         return b
-    la, ra = p.lhs_axes or (), p.rhs_axes or ()
-    if len(la) != len(ra):
-        raise ShapeError(f"broadcast_like: lhs_axes {tuple(la)} and rhs_axes {tuple(ra)} must "
-                         "have the same length")
+    la, ra = tuple(p.lhs_axes), tuple(p.rhs_axes)
+    if len(la) != len(ra) or not la:
+        raise ShapeError(f"broadcast_like: lhs_axes {la} and rhs_axes {ra} must have the same "
+                         "nonzero length (an empty axes tuple is not allowed)")
     out = list(a)
     for i, j in zip(la, ra):
+        for axis, shape, arg in ((i, a, "lhs_axes"), (j, b, "rhs_axes")):
+            if not -len(shape) <= axis < len(shape):
+                raise ShapeError(f"broadcast_like: invalid axis {axis} in {arg} for shape "
+                                 f"{shape}")
         i, j = i % len(a), j % len(b)
-        if a[i] not in (1, b[j]):
+        if a[i] != 1:  # MXNet refuses an equal size too
             raise ShapeError(f"broadcast_like: lhs axis {i} has size {a[i]}, cannot broadcast "
-                             f"to rhs axis {j} of size {b[j]}")
+                             f"to rhs axis {j} of size {b[j]} (lhs shape {a}, rhs shape {b})")
         out[i] = b[j]
     return tuple(out)
 
 
 def _like_shape(p, shapes):
     a, b = shapes
-    if not a or not b or (p.lhs_axes is not None and not (known(a) and known(b))):
+    axes = p.lhs_axes is not None and p.rhs_axes is not None
+    if not a or not b or (axes and not (known(a) and known(b))):
         return None
     return shapes, [_like_target(p, a, b)]
 
