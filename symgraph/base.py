@@ -151,6 +151,15 @@ def py_str(x: bytes) -> str:
     return x.decode("utf-8")
 
 
+def _as_list(obj) -> list:
+    """``obj`` itself if it is a list or tuple, else ``[obj]`` (MXNet's helper).
+
+    >>> _as_list(1), _as_list((1, 2))
+    ([1], (1, 2))
+    """
+    return obj if isinstance(obj, (list, tuple)) else [obj]
+
+
 class _NullType:
     """The placeholder MXNet's generated operator functions use as a missing default."""
 

@@ -5,12 +5,9 @@ import logging
 import time
 import warnings
 
+from ..base import _as_list
 from ..model import BatchEndParam
 from ..ndarray import concat as nd_concat
-
-
-def _as_list(obj) -> list:
-    return obj if isinstance(obj, list) else [obj]
 
 
 def _metric(eval_metric):
