@@ -18,7 +18,8 @@ from symgraph.ops.base import canonical_ops
 
 FIXTURES = json.loads((Path(__file__).parent / "fixtures" / "composite" / "ops.json")
                       .read_text())
-COMPOSITES = [op.name for op in canonical_ops() if op.decompose is not None]
+COMPOSITE_CASES = [pytest.param(op.name, i, id=f"{op.name}-{i}") for op in canonical_ops()
+                   if op.decompose is not None for i in range(len(op.cases))]
 
 
 def _group_norm():
@@ -26,13 +27,22 @@ def _group_norm():
     return mx.sym.GroupNorm(x, num_groups=2, name="gn0")
 
 
+def _nd_function(op: str):
+    """``mx.nd.<op>``, dotted for a namespace (``linalg.gemm``, ``contrib.arange_like``)."""
+    fn = mx.nd
+    for part in op.split("."):
+        fn = getattr(fn, part)
+    return fn
+
+
 @pytest.mark.parametrize("record", FIXTURES, ids=lambda r: r["op"] + "-" + str(r["attrs"]))
 def test_eager_call_matches_mxnet(record):
     attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in record["attrs"].items()}
-    outs = getattr(mx.nd, record["op"])(*[mx.nd.array(a) for a in record["inputs"]], **attrs)
+    outs = _nd_function(record["op"])(*[mx.nd.array(a) for a in record["inputs"]], **attrs)
     outs = outs if isinstance(outs, list) else [outs]
     assert len(outs) == len(record["outputs"])
-    for got, want in zip(outs, record["outputs"]):
+    for got, want, dtype in zip(outs, record["outputs"], record["dtypes"]):
+        assert np.dtype(got.dtype).name == dtype
         np.testing.assert_allclose(got.asnumpy(), np.array(want), rtol=1e-5, atol=1e-5)
 
 
@@ -126,12 +136,12 @@ def test_create_graph_differentiates_through_the_decomposition():
     np.testing.assert_allclose(dx.asnumpy(), (2 * (t - t.mean()) / 3).numpy(), rtol=1e-5)
 
 
-@pytest.mark.parametrize("name", COMPOSITES)
-def test_triton_backend_launches_no_reference(name):
+@pytest.mark.parametrize("name,index", COMPOSITE_CASES)
+def test_triton_backend_launches_no_reference(name, index):
     """Every case of a composite op under SYMGRAPH_BACKEND=triton (interpreted on CPU)."""
     from .op_harness import bind, draw_inputs
     op = next(o for o in canonical_ops() if o.name == name)
-    case = op.cases[0]
+    case = op.cases[index]
     values = draw_inputs(case, np.float32)
     with config.override(backend="triton", interpret=True):
         _, exe = bind(op, case, values, grad=True)
@@ -149,3 +159,44 @@ def test_triton_backend_launches_no_reference(name):
         if g is not None:
             np.testing.assert_allclose(exe.grad_dict[k].asnumpy(), g.asnumpy(), rtol=1e-3,
                                        atol=1e-4, err_msg=k)
+
+
+def test_nan_reductions_have_zero_gradient_at_nan():
+    """nansum / nanprod differentiate through ``where``: NaN entries get 0, as in MXNet."""
+    vals = np.array([[1.0, np.nan, 2.0], [3.0, 0.5, np.nan]])
+    head = np.array([1.0, 2.0])
+    clean = np.where(np.isnan(vals), 1.0, vals)
+    others = clean.prod(axis=1, keepdims=True) / clean
+    want = {"nansum": np.where(np.isnan(vals), 0.0, head[:, None]),
+            "nanprod": np.where(np.isnan(vals), 0.0, head[:, None] * others)}
+    for op, expected in want.items():
+        x = mx.nd.array(vals)
+        x.attach_grad()
+        with mx.autograd.record():
+            y = getattr(mx.nd, op)(x, axis=1)
+        y.backward(mx.nd.array(head))
+        np.testing.assert_allclose(x.grad.asnumpy(), expected, rtol=1e-6, err_msg=op)
+
+
+def test_shape_readers_infer_int64_and_namespaces_resolve():
+    x = mx.sym.Variable("x")
+    _, types, _ = mx.sym.shape_array(x).infer_type(x="float16")
+    assert types == [np.int64]
+    assert mx.sym.size_array(x).infer_shape(x=(2, 3))[1] == [(1,)]
+    assert mx.sym.contrib.arange_like(x, axis=1).infer_shape(x=(2, 3))[1] == [(3,)]
+    gemm = mx.sym.linalg.gemm2(mx.sym.Variable("a"), mx.sym.Variable("b"), name="g")
+    assert json.loads(gemm.tojson())["nodes"][-1]["op"] == "_linalg_gemm2"
+    assert mx.nd.linalg_gemm is not None and mx.sym.linalg.gemm is not None
+
+
+@pytest.mark.parametrize("call,shape,match", [
+    (lambda x: mx.sym.depth_to_space(x, block_size=2), (1, 6, 2, 2), "multiple of 'block\\^2'"),
+    (lambda x: mx.sym.space_to_depth(x, block_size=2), (1, 2, 3, 2), "multiple of 'block'"),
+    (lambda x: mx.sym.depth_to_space(x, block_size=2), (1, 8, 2), "exactly 4D"),
+    (lambda x: mx.sym.linalg.gemm2(x, x), (2, 3, 4), "do not match"),
+    (lambda x: mx.sym.reshape_like(x, x, lhs_begin=1, lhs_end=1), (2, 3), "invalid begin"),
+])
+def test_shape_rules_raise_mxnet_checks(call, shape, match):
+    """The checks MXNet 1.9.1 makes in these ops' shape functions, as ShapeError."""
+    with pytest.raises(mx.base.MXNetError, match=match):
+        call(mx.sym.Variable("x")).infer_shape(x=shape)

@@ -139,21 +139,52 @@ register(OpDef(
     doc="Collapse all axes but the first: (N, a, b, ...) -> (N, a*b*...)."))
 
 
+def _like_range(side: str, ndim: int, begin, end) -> tuple[int, int]:
+    """MXNet's canonical ``[begin, end)`` of ``side`` (None: 0 / ndim; negative from the end)."""
+    b = 0 if begin is None else begin + ndim if begin < 0 else begin
+    e = ndim if end is None else end + ndim if end < 0 else end
+    if e > ndim:
+        raise ShapeError(f"reshape_like: invalid end for {side}_end={end} as dimension number "
+                         f"is {ndim}")
+    if not 0 <= b < e:
+        raise ShapeError(f"reshape_like: invalid begin, end, get {side}_begin={begin}, "
+                         f"{side}_end={end} for {ndim} dimensions")
+    return b, e
+
+
+def reshape_like_target(p, a: tuple, b: tuple) -> tuple:
+    """The shape ``reshape_like`` gives ``lhs`` of shape ``a`` with ``rhs`` of shape ``b``."""
+    lb, le = _like_range("lhs", len(a), p.lhs_begin, p.lhs_end)
+    rb, re = _like_range("rhs", len(b), p.rhs_begin, p.rhs_end)
+    out = tuple(a[:lb]) + tuple(b[rb:re]) + tuple(a[le:])
+    if math.prod(a) != math.prod(out):
+        raise ShapeError(f"reshape_like: cannot reshape lhs with shape {a} to new shape {out} "
+                         f"because they have different size (rhs {b})")
+    return out
+
+
 def _reshape_like_shape(p, shapes):
     a, b = shapes
     if not a or not b:
         return None
-    if math.prod(a) != math.prod(b):
-        raise ShapeError(f"reshape_like: sizes differ, lhs {a}, rhs {b}")
-    return shapes, [b]
+    return shapes, [reshape_like_target(p, a, b)]
 
 
 register(OpDef(
     name="reshape_like", inputs=("lhs", "rhs"), infer_shape=_reshape_like_shape, view=True,
-    forward=lambda p, ins, aux, rt: (ins[0].reshape(ins[1].shape),),
+    params=tuple(Param(f"{side}_{end}", "int_or_none", None,
+                       doc=f"{end.capitalize()} of the {side} dimensions reshaped (None: "
+                           f"{'the first' if end == 'begin' else 'past the last'}).")
+                 for side in ("lhs", "rhs") for end in ("begin", "end")),
+    forward=lambda p, ins, aux, rt: (
+        ins[0].reshape(reshape_like_target(p, tuple(ins[0].shape), tuple(ins[1].shape))),),
     gradient=lambda g, p, ins, outs, og: [g.op("reshape_like", og[0], ins[0]), None],
-    cases=(Case(((6, 2), (3, 4)), no_grad_inputs=(1,)),),
-    doc="Reshape ``lhs`` to the shape of ``rhs`` (same size)."))
+    cases=(Case(((6, 2), (3, 4)), no_grad_inputs=(1,)),
+           Case(((6, 2, 3), (2, 3, 4, 5)), {"lhs_begin": 0, "lhs_end": 1, "rhs_begin": 0,
+                                            "rhs_end": -2}, no_grad_inputs=(1,))),
+    doc="Reshape ``lhs`` to the shape of ``rhs`` (same size), or dimensions "
+        "``[lhs_begin, lhs_end)`` of ``lhs`` to dimensions ``[rhs_begin, rhs_end)`` of "
+        "``rhs``."))
 
 
 def _expand_shape(p, shapes):
