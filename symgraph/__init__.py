@@ -35,7 +35,7 @@ _LAZY = {
     "mod": "module", "module": "module", "rnn": "rnn", "gluon": "gluon",
     "autograd": "autograd", "util": "util", "runtime": "runtime", "engine": "engine",
     "log": "log", "registry": "registry", "error": "error", "libinfo": "libinfo",
-    "mon": "monitor", "rnd": "random", "contrib": "contrib",
+    "mon": "monitor", "rnd": "random", "contrib": "contrib", "operator": "operator",
 }
 # MXNet's top-level re-exports of mx.util
 _FROM_UTIL = ("is_np_array", "is_np_shape", "np_array", "np_shape", "set_np_shape", "use_np",

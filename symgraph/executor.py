@@ -46,6 +46,15 @@ def _run(steps, v: list, rt: Runtime) -> None:
             v[f] = None
 
 
+class MonitorName(str):
+    """A name as monitor callbacks get it: a ``str`` that also answers ``decode()``, since
+    MXNet hands them C strings (``bytes``) that callbacks read with ``py_str(name)``."""
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        """The name itself (``bytes.decode``'s signature)."""
+        return str(self)
+
+
 def _run_monitored(steps, v: list, rt: Runtime, callback, monitor_all: bool) -> None:
     for step in steps:
         fn, p, ins, aux, outs, frees, node = step
@@ -53,11 +62,11 @@ def _run_monitored(steps, v: list, rt: Runtime, callback, monitor_all: bool) -> 
             names = (node.op.input_names(p) + node.op.aux_names(p) if node.op is not None
                      else [f"in{i}" for i in range(len(ins))])
             for name, slot in zip(names, ins + aux):
-                callback(f"{node.name}_{name}", NDArray(v[slot]))
+                callback(MonitorName(f"{node.name}_{name}"), NDArray(v[slot]))
         _run([step[:5] + ((), node)], v, rt)
         for k, slot in enumerate(outs):
             if v[slot] is not None:  # an output nobody reads may not have been computed
-                callback(node.output_name(k), NDArray(v[slot]))
+                callback(MonitorName(node.output_name(k)), NDArray(v[slot]))
         for f in frees:
             v[f] = None
 
@@ -77,9 +86,8 @@ def normalize_grad_req(grad_req, arg_names: list[str], frozen: set[str]) -> dict
                             f"arguments {arg_names}")
         reqs = dict(zip(arg_names, grad_req))
     elif isinstance(grad_req, Mapping):
-        unknown = [k for k in grad_req if k not in arg_names]
-        if unknown:
-            raise BindError(f"grad_req names {unknown} that are not arguments {arg_names}")
+        # MXNet reads the arguments' entries and ignores other names (Module passes its
+        # whole dict, e.g. ``{'data': 'add', 'parameters': 'null'}`` to an unfused net).
         reqs = {n: grad_req.get(n, "null") for n in arg_names}
     else:
         raise BindError(f"grad_req must be str, list or dict, got {type(grad_req).__name__}")
@@ -180,9 +188,13 @@ class Executor:
         direct = {}
         for name, grad in self.grad_dict.items():
             slot = self._plan.grad_slot.get(name)
+            if slot is None and grad is not None and self._grad_req[name] == "write":
+                # no gradient reaches it (softmax's length, take's indices): MXNet writes 0
+                writers.append((None, grad._t, False))
             if slot is None or grad is None:
                 continue
-            if self._grad_req[name] == "write" and slot not in direct:
+            cast = grad.dtype != self.arg_dict[name].dtype  # copied with a cast, never aliased
+            if self._grad_req[name] == "write" and slot not in direct and not cast:
                 direct[slot] = grad._t
             else:
                 writers.append((slot, grad._t, self._grad_req[name] == "add"))
@@ -246,7 +258,9 @@ class Executor:
     def _write_grads(self) -> None:
         v = self._values
         for slot, grad, add in self._grad_out:
-            if add:
+            if slot is None:
+                grad.zero_()
+            elif add:
                 grad.add_(v[slot])
             else:
                 grad.copy_(v[slot])
@@ -303,8 +317,9 @@ class Executor:
         slots = self._plan.head_grad_slots
         if not slots:  # nothing is differentiated (every grad_req is null)
             return
-        if out_grads is not None and len(out_grads) != len(slots):
+        if out_grads is not None and len(out_grads) < len(slots):
             raise BindError(f"backward: {len(out_grads)} out_grads for {len(slots)} outputs")
+        # MXNet 1.9.1 reads one out_grad per output and ignores any further ones
         for i, slot in enumerate(slots):
             if slot is None:
                 continue
@@ -577,7 +592,10 @@ def _check_bound_shapes(symbol, arg_names, aux_names, args, aux, grads) -> None:
         if g is not None and (g.shape != a.shape):
             raise ShapeError(f"bind: gradient array for {n} has shape {g.shape}, argument has "
                              f"{a.shape}")
-        if g is not None and g.dtype != a.dtype:
+        # a float gradient array of another float dtype takes the gradient cast (MXNet's
+        # softmax writes a float64 gradient for a float16 argument); other mixes raise
+        floats = g is not None and g._t.is_floating_point() and a._t.is_floating_point()
+        if g is not None and g.dtype != a.dtype and not floats:
             raise DTypeError(f"bind: gradient array for {n} has dtype {dtype_name(g.dtype)}, "
                              f"argument has {dtype_name(a.dtype)}")
 
@@ -613,6 +631,7 @@ def _reshape(exe: Executor, partial_shaping: bool, allow_up_sizing: bool,
                              f"to {tuple(shape)}")
     new = _make(symbol, exe._ctx, args, grads, list(exe.aux_arrays), dict(exe._grad_req))
     _share_outputs(exe, new)
+    new._monitor = exe._monitor  # MXNet rebinds the monitor callback to the new executor
     return new
 
 

@@ -264,6 +264,9 @@ class DataParallelExecutorGroup:
             shared = shared_group.execs[i] if shared_group is not None else \
                 (old[i] if old and reshape else None)
             execs.append(self._bind_one(i, shared))
+        if reshape and old:  # as MXNet's reshaped executors, keep the monitor callback
+            for new, prev in zip(execs, old):
+                new._monitor = prev._monitor
         self.execs = execs
         self._collect_arrays()
 
@@ -402,9 +405,9 @@ class DataParallelExecutorGroup:
 
     def _check_out_grads(self, out_grads) -> list:
         """The head gradients as tensors, each of exactly its output's whole-batch shape
-        (a BindError for a wrong count, a ShapeError naming the output and both shapes),
-        checked before any executor runs."""
-        if len(out_grads) != len(self.output_names):
+        (a BindError for too few, a ShapeError naming the output and both shapes), checked
+        before any executor runs; further ones are ignored, as MXNet 1.9.1 ignores them."""
+        if len(out_grads) < len(self.output_names):
             raise BindError(f"backward: {len(out_grads)} out_grads for "
                             f"{len(self.output_names)} outputs {self.output_names}")
         tensors = []

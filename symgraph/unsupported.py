@@ -25,8 +25,6 @@ MODULES: dict[str, str] = {
     "profiler": "profiling MXNet's engine has no counterpart here; use torch.profiler "
                 "(data/tools issue)",
     "visualization": "network plots and summaries are not implemented yet (data/tools issue)",
-    "operator": "custom Python operators (CustomOp, register) are not implemented yet "
-                "(data/tools issue)",
     "recordio": "RecordIO reading and writing is not implemented yet (data/tools issue)",
     "image": "the image pipeline (imdecode, augmenters, ImageIter) is not implemented yet "
              "(data/tools issue)",

@@ -193,7 +193,8 @@ def _params_seeds() -> list[bytes]:
     rng = np.random.RandomState(0)
     named = {"arg:w": mx.nd.array(rng.randn(3, 4)), "aux:m": mx.nd.array(rng.randn(5)),
              "arg:i": mx.nd.array(np.arange(6).reshape(2, 3), dtype="int32")}
-    listed = [mx.nd.array(rng.randn(2, 2), dtype="float16"), mx.nd.zeros((0,))]
+    listed = [mx.nd.array(rng.randn(2, 2), dtype="float16"),
+              mx.nd.array(np.zeros((0,), np.float32))]
     seeds = []
     with tempfile.TemporaryDirectory() as tmp:
         for k, data in enumerate((named, listed)):

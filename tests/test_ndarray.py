@@ -140,7 +140,7 @@ def test_repr_matches_mxnet():
 
 def test_bool_len_iter_hash():
     assert bool(nd.array([2])) and not bool(nd.array([0])) and bool(nd.array(3.0))
-    assert not bool(nd.zeros((0,)))
+    assert not bool(nd.empty((0,)))  # MXNet's zeros refuses the legacy-unknown shape (0,)
     with pytest.raises(ValueError, match="truth value of an NDArray with multiple"):  # oracle
         bool(nd.array([1, 2]))
     rows = list(nd.array([1, 2, 3]))

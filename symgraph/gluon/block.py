@@ -656,7 +656,13 @@ class HybridBlock(Block):
 
     def _call_cached_op(self, *args):
         if self._cached_op is None:
-            self._build_cache(*args)
+            try:
+                self._build_cache(*args)
+            except TypeError:  # MXNet runs an unhybridized hybrid_forward on NDArrays, which
+                if self._active:  # may hand F ops NDArrays: F.take(x, nd.array([0]))
+                    raise
+                self._cached_graph = ()
+                return self._forward_imperative(*args)
         flat, fmt = _flatten_inputs(args)
         if fmt != self._in_format and not _format_compatible(self._in_format, fmt):
             raise ValueError("The argument structure of HybridBlock does not match the cached "

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from ..base import TORCH_TO_NAME, DTypeError, ShapeError
+from ..ops.elementwise import mxnet_div, mxnet_mod
 
 FLOATS = (torch.float16, torch.float32, torch.float64, torch.bfloat16)
 
@@ -38,19 +39,6 @@ def scalar_like(value, like: torch.Tensor) -> torch.Tensor:
     return torch.tensor(math.trunc(value), dtype=torch.int64, device=like.device).to(like.dtype)
 
 
-def _div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    if is_float(a.dtype):
-        return torch.div(a, b)
-    return torch.div(a, b, rounding_mode="trunc")
-
-
-def _mod(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    # MXNet's mod has the divisor's sign (like Python) and returns 0 where the divisor is 0.
-    zero = b == 0
-    safe = torch.where(zero, torch.ones_like(b), b)
-    return torch.where(zero, torch.zeros_like(a), torch.remainder(a, safe))
-
-
 def _compare(fn: Callable) -> Callable:
     return lambda a, b: fn(a, b).to(a.dtype)
 
@@ -59,8 +47,8 @@ BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "add": torch.add,
     "sub": torch.sub,
     "mul": torch.mul,
-    "div": _div,
-    "mod": _mod,
+    "div": mxnet_div,
+    "mod": mxnet_mod,
     "pow": torch.pow,
     "maximum": torch.maximum,
     "minimum": torch.minimum,
@@ -221,6 +209,9 @@ def reduce(name: str, t: torch.Tensor, axis=None, keepdims: bool = False,
            exclude: bool = False) -> torch.Tensor:
     """Reduce over ``axis``; a result with no dimensions gets shape ``(1,)`` as in MXNet."""
     axes = norm_axes(axis, t.dim(), exclude)
+    if name in ("max", "min") and t.numel() == 0:
+        raise ShapeError(f"{name}: Reduction input's size should > 0, got shape "
+                         f"{tuple(t.shape)}")
     if not axes:  # exclude=True over every axis, or a 0-d input: nothing to reduce
         out = t.clone()
     else:

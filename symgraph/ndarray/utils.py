@@ -87,6 +87,12 @@ def empty(shape, ctx: Context | None = None, dtype=None) -> NDArray:
 
 
 def _filled(shape, ctx, dtype, value: float, out: NDArray | None) -> NDArray:
+    from ..util import is_np_shape
+    if not is_np_shape() and (not _shape(shape) or 0 in _shape(shape)):
+        # legacy shapes read 0 as "unknown" and () as "no shape": MXNet's _zeros/_ones fail
+        raise ShapeError(f"Operator _{'zeros' if value == 0 else 'ones'} inferring shapes "
+                         f"failed: shape {_shape(shape)} has an unknown (0) dimension; "
+                         "zero-size and 0-d arrays need `with mx.np_shape(True)`")
     if out is not None:  # MXNet's out=: fill the given array (its shape must match)
         if tuple(out.shape) != _shape(shape):
             raise ShapeError(f"out= array has shape {out.shape}, requested {_shape(shape)}")

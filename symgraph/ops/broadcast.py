@@ -10,6 +10,7 @@ import torch
 from ..attrs import MAX_VARIADIC, Param
 from ..base import ShapeError
 from .base import Case, OpDef, elemwise_shape, known, register
+from .elementwise import mxnet_div, mxnet_mod
 
 
 def broadcast_shapes(a: tuple, b: tuple) -> tuple:
@@ -53,7 +54,7 @@ _BROADCAST = [
     ("broadcast_sub", torch.sub, lambda g, a, b, y, dy: (dy, g.op("negative", dy)),
      ("broadcast_minus",)),
     ("broadcast_mul", torch.mul, lambda g, a, b, y, dy: (_mul(g, dy, b), _mul(g, dy, a)), ()),
-    ("broadcast_div", torch.div,
+    ("broadcast_div", mxnet_div,
      lambda g, a, b, y, dy: (g.op("broadcast_div", dy, b),
                              g.op("negative", g.op("broadcast_div", _mul(g, dy, y), b))), ()),
     ("broadcast_power", torch.pow,
@@ -65,9 +66,9 @@ _BROADCAST = [
     ("broadcast_minimum", torch.minimum,
      lambda g, a, b, y, dy: (_mul(g, dy, g.op("broadcast_lesser_equal", a, b)),
                              _mul(g, dy, g.op("broadcast_greater", a, b))), ()),
-    ("broadcast_mod", torch.remainder,
-     lambda g, a, b, y, dy: (dy, g.op("negative", _mul(g, dy, g.op("floor", g.op(
-         "broadcast_div", a, b))))), ()),
+    ("broadcast_mod", mxnet_mod,
+     lambda g, a, b, y, dy: (_mul(g, dy, g.op("_mod_grad", a, b)),
+                             _mul(g, dy, g.op("_mod_rgrad", a, b))), ()),
     ("broadcast_equal", _bcmp(torch.eq), _zero2, ()),
     ("broadcast_not_equal", _bcmp(torch.ne), _zero2, ()),
     ("broadcast_greater", _bcmp(torch.gt), _zero2, ()),
@@ -111,6 +112,31 @@ def _register_broadcast(name, fn, grad, aliases):
 
 for _row in _BROADCAST:
     _register_broadcast(*_row)
+
+
+def _mod_grad(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """MXNet's ``mod_grad``: d(a mod b)/da, 1 for floats and 0 for integers."""
+    shape = torch.broadcast_shapes(a.shape, b.shape)
+    return torch.full(shape, 1 if a.is_floating_point() else 0, dtype=a.dtype, device=a.device)
+
+
+def _mod_rgrad(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """MXNet's ``mod_rgrad``: d(a mod b)/db, ``-floor(a / b)`` for floats and 0 for integers."""
+    if not a.is_floating_point():
+        return torch.zeros(torch.broadcast_shapes(a.shape, b.shape), dtype=a.dtype,
+                           device=a.device)
+    return -torch.floor(a / b)
+
+
+for _name, _fn, _expr in (("_mod_grad", _mod_grad, "({0} * 0.0 + 1.0)"),
+                          ("_mod_rgrad", _mod_rgrad, "(-tl.floor({0} / {1}))")):
+    register(OpDef(
+        name=_name, inputs=("lhs", "rhs"), hidden=True, infer_shape=_bshape, expr=_expr,
+        forward=lambda p, ins, aux, rt, fn=_fn: (fn(ins[0], ins[1]),),
+        gradient=lambda g, p, ins, outs, og: list(_zero2(g, ins[0], ins[1], None, None)),
+        cases=(Case(((3, 4), (3, 4)), low=0.5, high=2.0, grad=False),
+               Case(((2, 3), (3,)), low=0.5, high=2.0, grad=False)),
+        doc=f"The gradient helper ``{_name}`` of ``mod`` (zero for integer dtypes)."))
 
 
 def _sum_like_forward(p, ins, aux, rt):

@@ -15,7 +15,8 @@ _COMMON = (Param("shape", "shape", ()), Param("dtype", "dtype", "float32"),
 
 
 def _fixed_shape(p, shapes):
-    return [], [tuple(p.shape)]
+    # -1 (like legacy 0) is a dimension left to inference: ``ones(shape=(-1, -1)) + x``
+    return [], [tuple(max(d, 0) for d in p.shape)]
 
 
 def _fixed_type(p, types):

@@ -46,7 +46,8 @@ TRITON = {
     "elemwise_add": "({0} + {1})", "elemwise_sub": "({0} - {1})",
     "elemwise_mul": "({0} * {1})", "elemwise_div": "({0} / {1})",
     "_power": "tl.exp({1} * tl.log({0}))", "_maximum": "tl.maximum({0}, {1})",
-    "_minimum": "tl.minimum({0}, {1})", "_mod": "({0} - tl.floor({0} / {1}) * {1})",
+    "_minimum": "tl.minimum({0}, {1})",
+    "_mod": "tl.where({1} == 0.0, 0.0, {0} - tl.floor({0} / {1}) * {1})",
     "_equal": "tl.where({0} == {1}, 1.0, 0.0)", "_not_equal": "tl.where({0} != {1}, 1.0, 0.0)",
     "_greater": "tl.where({0} > {1}, 1.0, 0.0)", "_greater_equal": "tl.where({0} >= {1}, 1.0, 0.0)",
     "_lesser": "tl.where({0} < {1}, 1.0, 0.0)", "_lesser_equal": "tl.where({0} <= {1}, 1.0, 0.0)",
@@ -54,8 +55,8 @@ TRITON = {
     "_rminus_scalar": "({scalar} - {0})", "_mul_scalar": "({0} * {scalar})",
     "_div_scalar": "({0} / {scalar})", "_rdiv_scalar": "({scalar} / {0})",
     "_maximum_scalar": "tl.maximum({0}, {scalar})", "_minimum_scalar": "tl.minimum({0}, {scalar})",
-    "_mod_scalar": "({0} - tl.floor({0} / {scalar}) * {scalar})",
-    "_rmod_scalar": "({scalar} - tl.floor({scalar} / {0}) * {0})",
+    "_mod_scalar": "tl.where({scalar} == 0.0, 0.0, {0} - tl.floor({0} / {scalar}) * {scalar})",
+    "_rmod_scalar": "tl.where({0} == 0.0, 0.0, {scalar} - tl.floor({scalar} / {0}) * {0})",
     "_equal_scalar": "tl.where({0} == {scalar}, 1.0, 0.0)",
     "_not_equal_scalar": "tl.where({0} != {scalar}, 1.0, 0.0)",
     "_greater_scalar": "tl.where({0} > {scalar}, 1.0, 0.0)",
@@ -126,6 +127,25 @@ def _keep_dtype(fn):
         out = fn(*xs)
         return out if out.dtype == xs[0].dtype else out.to(xs[0].dtype)
     return run
+
+
+def mxnet_div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """MXNet's ``div``: C's truncating division for integers, where 0 divisors give 0.
+
+    (MXNet 1.9.1 dies of SIGFPE on an integer division by zero; we give 0, as its ``mod`` does.)
+    """
+    if a.is_floating_point() or b.is_floating_point():
+        return torch.div(a, b)
+    zero = b == 0
+    safe = torch.where(zero, torch.ones_like(b), b)
+    return torch.where(zero, torch.zeros_like(a), torch.div(a, safe, rounding_mode="trunc"))
+
+
+def mxnet_mod(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """MXNet's ``mod``: the divisor's sign (like Python), and 0 where the divisor is 0."""
+    zero = b == 0
+    safe = torch.where(zero, torch.ones_like(b), b)
+    return torch.where(zero, torch.zeros_like(a), torch.remainder(a, safe))
 
 
 def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: float = 1.0,
@@ -267,7 +287,7 @@ binary("elemwise_sub", torch.sub, lambda g, a, b, y, dy: (dy, g.op("negative", d
        aliases=("_sub", "_minus", "_Minus"))
 binary("elemwise_mul", torch.mul, lambda g, a, b, y, dy: (_mul(g, dy, b), _mul(g, dy, a)),
        "x * y", aliases=("_mul", "_Mul"))
-binary("elemwise_div", torch.div,
+binary("elemwise_div", mxnet_div,
        lambda g, a, b, y, dy: (g.op("elemwise_div", dy, b),
                                g.op("negative", g.op("elemwise_div", _mul(g, dy, y), b))),
        "x / y", aliases=("_div", "_Div"), low=0.5, high=2.0)
@@ -283,9 +303,10 @@ binary("_minimum", torch.minimum,
        lambda g, a, b, y, dy: (_where_mask(g, g.op("_lesser_equal", a, b), dy),
                                _where_mask(g, g.op("_greater", a, b), dy)),
        "min(x, y)", aliases=("_Minimum",))
-binary("_mod", _keep_dtype(torch.remainder),
-       lambda g, a, b, y, dy: (dy, g.op("negative", _mul(g, dy, g.op("floor", g.op(
-           "elemwise_div", a, b))))), "x - floor(x / y) * y", aliases=("_Mod",), low=0.5, high=2.0)
+binary("_mod", _keep_dtype(mxnet_mod),
+       lambda g, a, b, y, dy: (_mul(g, dy, g.op("_mod_grad", a, b)),
+                               _mul(g, dy, g.op("_mod_rgrad", a, b))),
+       "x - floor(x / y) * y", aliases=("_Mod",), low=0.5, high=2.0)
 
 
 def _cmp(fn):
@@ -351,9 +372,10 @@ scalar("_maximum_scalar", lambda x, s: torch.clamp(x, min=s),
 scalar("_minimum_scalar", lambda x, s: torch.clamp(x, max=s),
        lambda g, x, y, dy, s: _mul(g, dy, _scalar(g, "_lesser_equal_scalar", x, s)),
        "min(x, s)", ("_MinimumScalar",), case_scalar=0.1)
-scalar("_mod_scalar", torch.remainder, lambda g, x, y, dy, s: dy, "x - floor(x / s) * s",
+scalar("_mod_scalar", lambda x, s: mxnet_mod(x, torch.full_like(x, s)),
+       lambda g, x, y, dy, s: dy, "x - floor(x / s) * s",
        ("_ModScalar",), low=0.1, high=1.0)
-scalar("_rmod_scalar", lambda x, s: torch.remainder(torch.full_like(x, s), x),
+scalar("_rmod_scalar", lambda x, s: mxnet_mod(torch.full_like(x, s), x),
        lambda g, x, y, dy, s: g.op("negative", _mul(g, dy, g.op("floor", g.op(
            "_rdiv_scalar", x, scalar=s)))), "s - floor(s / x) * x", ("_RModScalar",),
        low=0.6, high=1.0)

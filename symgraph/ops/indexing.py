@@ -481,6 +481,27 @@ def _gather_nd_shape(p, shapes):
     return shapes, [tuple(index[1:]) + tuple(data[index[0]:])]
 
 
+class IndexOutOfBoundsError(MXNetError, IndexError):
+    """An index outside ``[-size, size)`` (MXNet raises ``IndexError``)."""
+
+
+def _check_nd_bounds(data: torch.Tensor, indices: torch.Tensor) -> None:
+    """gather_nd's bound check: MXNet's message for the first index outside its axis."""
+    idx = as_index(indices)
+    for axis in range(idx.shape[0]):
+        size, row = data.shape[axis], idx[axis]
+        bad = (row < -size) | (row >= size)
+        if bool(bad.any()):
+            value = int(row[bad].reshape(-1)[0])
+            raise IndexOutOfBoundsError(f"index {value} is out of bounds for axis {axis} with "
+                                        f"size {size}")
+
+
+def _gather_nd(p, ins, aux, rt):
+    _check_nd_bounds(ins[0], ins[1])
+    return (ins[0][_nd_index(ins[0], ins[1])].contiguous(),)
+
+
 def _nd_index(data: torch.Tensor, indices: torch.Tensor) -> tuple:
     idx = as_index(indices)
     return tuple(torch.remainder(idx[i], data.shape[i]) for i in range(idx.shape[0]))
@@ -489,6 +510,7 @@ def _nd_index(data: torch.Tensor, indices: torch.Tensor) -> tuple:
 def triton_gather_nd(p, ins, aux, rt):
     """gather_nd as one Triton gather."""
     from kernels.index import gather_nd
+    _check_nd_bounds(ins[0], ins[1])
     return (gather_nd(ins[0], ins[1]),)
 
 
@@ -502,7 +524,7 @@ def triton_backward_gather_nd(p, ins, aux, rt):
 register(OpDef(
     name="gather_nd", inputs=("data", "indices"), infer_shape=_gather_nd_shape,
     infer_type=value_type((0,)), kernel=triton_gather_nd,
-    forward=lambda p, ins, aux, rt: (ins[0][_nd_index(ins[0], ins[1])].contiguous(),),
+    forward=_gather_nd,
     gradient=lambda g, p, ins, outs, og: [
         g.op("_backward_gather_nd", og[0], ins[0], ins[1]), None],
     cases=(Case(((3, 4, 2), (2, 5)), ints={1: 3}), Case(((3, 4), (2, 3, 2)), ints={1: 3}),
@@ -510,7 +532,8 @@ register(OpDef(
     doc="""Gather elements or slices: ``out[y] = data[indices[0, y], ..., indices[M-1, y]]``.
 
     ``indices`` has shape ``(M, Y...)`` with ``M <= data.ndim``; the output has shape
-    ``Y... + data.shape[M:]``. Negative indices wrap around."""))
+    ``Y... + data.shape[M:]``. Negative indices wrap around; an index outside
+    ``[-size, size)`` raises ``IndexError``."""))
 
 
 def _backward_gather_nd(p, ins, aux, rt):

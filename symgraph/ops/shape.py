@@ -10,8 +10,9 @@ from .base import Case, OpDef, grad_rule, register
 
 def _infer_reshape(src: tuple, spec: tuple, reverse: bool) -> tuple:
     """Apply MXNet's Reshape codes 0, -1, -2, -3, -4 to ``src`` (left to right or reversed)."""
+    given = spec
     if reverse:
-        src, spec = src[::-1], _reverse_spec(spec)
+        src, spec = src[::-1], spec[::-1]  # MXNet reverses both lists, -4 groups included
     out: list[int] = []
     i = j = 0
     infer_at = -1
@@ -39,24 +40,10 @@ def _infer_reshape(src: tuple, spec: tuple, reverse: bool) -> tuple:
     if infer_at >= 0:
         known = math.prod(d for d in out if d != -1)
         out[infer_at] = math.prod(src) // known if known else 0
-    if math.prod(out) != math.prod(src):
+    if 0 not in src and math.prod(out) != math.prod(src):  # 0: unknown, left to inference
         raise ShapeError(f"Reshape: target shape size {tuple(out)} is different from source "
-                         f"{src if not reverse else src[::-1]} (shape spec {spec})")
+                         f"{src if not reverse else src[::-1]} (shape spec {given})")
     return tuple(out[::-1]) if reverse else tuple(out)
-
-
-def _reverse_spec(spec: tuple) -> tuple:
-    # -4 a b groups must keep their order when the spec is reversed
-    groups, j = [], 0
-    while j < len(spec):
-        if spec[j] == -4:
-            groups.append(tuple(spec[j:j + 3])); j += 3  # noqa: E702
-        else:
-            groups.append((spec[j],)); j += 1  # noqa: E702
-    out: list[int] = []
-    for grp in reversed(groups):
-        out.extend((-4, grp[2], grp[1]) if grp[0] == -4 else grp)
-    return tuple(out)
 
 
 def _split_dim(src, spec, i, j, out):
@@ -66,7 +53,7 @@ def _split_dim(src, spec, i, j, out):
         a = d // b
     if b == -1:
         b = d // a
-    if a * b != d:
+    if a * b != d and d:
         raise ShapeError(f"Reshape: -4 split of dimension {d} into ({spec[j+1]}, {spec[j+2]}) "
                          "does not match")
     out.extend((a, b))
@@ -82,8 +69,16 @@ def _reshape_shape(p, shapes):
     src = shapes[0]
     if not src:
         return None
-    spec = p.shape if p.shape else p.target_shape
-    return shapes, [_infer_reshape(tuple(src), tuple(spec), p.reverse)]
+    return shapes, [_infer_reshape(tuple(src), _spec(p), p.reverse)]
+
+
+def _spec(p) -> tuple:
+    """The shape codes; the deprecated ``target_shape`` reads 0 as "infer" (MXNet's -1) and
+    ``keep_highest`` keeps the input's first dimension in place of its first entry."""
+    if p.shape or not p.target_shape:
+        return tuple(p.shape)
+    spec = tuple(-1 if d == 0 else d for d in p.target_shape)
+    return (0,) + spec[1:] if p.keep_highest else spec
 
 
 def _reshape_inputs_from_output(p, shapes, outs):
@@ -222,6 +217,18 @@ def _transpose_shape(p, shapes):
     return shapes, [tuple(src[a] for a in _axes(p, len(src)))]
 
 
+def _transpose_input_from_output(p, shapes, outs):
+    """MXNet's TransposeShape run backwards: the output's known dims fill the input's."""
+    out, src = (outs[0] if outs else ()), shapes[0]
+    if not out or (src and len(src) != len(out)):
+        return None
+    src = src or (0,) * len(out)
+    back = list(src)
+    for k, a in enumerate(_axes(p, len(out))):
+        back[a] = back[a] or out[k]
+    return [tuple(back)]
+
+
 def triton_transpose(p, ins, aux, rt):
     """transpose as one strided Triton copy."""
     from kernels.copy import permute
@@ -230,6 +237,7 @@ def triton_transpose(p, ins, aux, rt):
 
 register(OpDef(
     name="transpose", params=(Param("axes", "shape", ()),), infer_shape=_transpose_shape,
+    infer_inputs_from_outputs=_transpose_input_from_output,
     forward=lambda p, ins, aux, rt: (ins[0].permute(_axes(p, ins[0].dim())).contiguous(),),
     kernel=triton_transpose,
     gradient=lambda g, p, ins, outs, og: [g.op("_transpose_back", og[0], ins[0], axes=p.axes)],

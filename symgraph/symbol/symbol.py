@@ -422,9 +422,9 @@ class Symbol:
 def _as_shape(value) -> tuple[int, ...]:
     """A given shape in symgraph's legacy form (``0`` = unknown dim, ``()`` unknown); under
     NumPy shape semantics MXNet spells unknown dims ``-1`` and unknown shapes ``None``."""
-    if isinstance(value, str):
+    if isinstance(value, str):  # a ``__shape__`` hint: ``var(shape=(-1, 20))`` under np_shape
         from ..attrs import _parse_tuple
-        return _parse_tuple(value)
+        value = _parse_tuple(value)
     if not isinstance(value, (tuple, list)):
         raise ShapeError(f"shape must be a tuple, got {value!r}")
     return tuple(max(int(d), 0) if d is not None else 0 for d in value)
