@@ -94,6 +94,9 @@ def expand(heads: list[Entry]) -> list[Entry]:
             continue
         stand_in = Node(node.op, node.name, node.attrs, inputs, params=node._params)
         outs, created = _decomposed(stand_in)
+        visible = {id(n) for n, _ in outs}
+        for made in created:
+            made.inner = id(made) not in visible
         first = outs[0][0]
         if first in created and first.num_outputs == 1:
             first.name = node.name  # monitors and debug output show the composite's name

@@ -58,6 +58,9 @@ class MonitorName(str):
 def _run_monitored(steps, v: list, rt: Runtime, callback, monitor_all: bool) -> None:
     for step in steps:
         fn, p, ins, aux, outs, frees, node = step
+        if getattr(node, "inner", False):  # inside a composite op: not an op MXNet shows
+            _run([step], v, rt)
+            continue
         if monitor_all:
             names = (node.op.input_names(p) + node.op.aux_names(p) if node.op is not None
                      else [f"in{i}" for i in range(len(ins))])

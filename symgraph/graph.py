@@ -49,7 +49,7 @@ class Node:
     """A variable or an operator application in a symbol graph."""
 
     __slots__ = ("op", "name", "attrs", "inputs", "_params", "_nout", "_nreg",
-                 "versions", "__weakref__")
+                 "versions", "inner", "__weakref__")
 
     def __init__(self, op: OpDef | None, name: str, attrs: dict[str, str] | None = None,
                  inputs: list[Entry] | None = None, params: Params | None = None):
@@ -62,6 +62,9 @@ class Node:
         self._nreg: int | None = None
         # input entry versions as a loaded JSON file gave them (None: count them when saving)
         self.versions: list[int] | None = None
+        # made inside a composite op's expansion and giving none of its outputs: monitors
+        # report the composite's outputs only, as MXNet reports the op's
+        self.inner = False
 
     @property
     def is_variable(self) -> bool:

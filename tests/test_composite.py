@@ -200,3 +200,19 @@ def test_shape_rules_raise_mxnet_checks(call, shape, match):
     """The checks MXNet 1.9.1 makes in these ops' shape functions, as ShapeError."""
     with pytest.raises(mx.base.MXNetError, match=match):
         call(mx.sym.Variable("x")).infer_shape(x=shape)
+
+
+def test_monitors_report_the_composite_not_its_inner_nodes():
+    """MXNet's test_op_output_names_monitor: an LRN reports 'lrn_output' only."""
+    data = mx.sym.Variable("data", shape=(2, 3, 4, 4))
+    net = mx.sym.LRN(data, nsize=3, name="lrn")
+    exe = net.simple_bind(mx.cpu(), grad_req="null")
+    names = []
+    exe.set_monitor_callback(lambda name, arr: names.append(str(name)), monitor_all=False)
+    exe.arg_dict["data"][:] = 1.0
+    exe.forward()
+    assert names == ["lrn_output"]
+    all_names = []
+    exe.set_monitor_callback(lambda name, arr: all_names.append(str(name)), monitor_all=True)
+    exe.forward()
+    assert all_names[-1] == "lrn_output" and not any("square" in n for n in all_names)
