@@ -58,6 +58,13 @@ class UnsupportedError(MXNetError, NotImplementedError):
     (sparse storage, custom operators, a GPU-only feature, an operator not yet written)."""
 
 
+class DeferredError(MXNetError):
+    """An error found in the values while an operator ran (an index out of range). MXNet's
+    engine runs operators asynchronously and raises such an error where the result is
+    read (``asnumpy``, ``wait_to_read``), not at the call: a bound executor's ``forward``
+    does the same, and the outputs raise it when read."""
+
+
 class OpNotImplementedError(OpNotFoundError, UnsupportedError):
     """An operator MXNet 1.9.1 has and symgraph does not implement yet."""
 

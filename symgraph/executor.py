@@ -15,6 +15,7 @@ from . import cuda_graph, ndarray  # noqa: F401 - ndarray: MXNet's module attrib
 from . import random as _random
 from .base import (  # noqa: F401 - the C-API helpers are names MXNet's module exports
     BindError,
+    DeferredError,
     DTypeError,
     MXNetError,
     ShapeError,
@@ -220,8 +221,16 @@ class Executor:
         # forward (MXNet allows backward then); an inference-only one frees values early
         steps = self._plan.forward_train if is_train or self._plan.backward else \
             self._plan.forward_infer
-        self._run_steps(("forward", bool(is_train), steps is self._plan.forward_train), steps)
+        try:
+            self._run_steps(("forward", bool(is_train), steps is self._plan.forward_train),
+                            steps)
+        except DeferredError as err:  # raised where the outputs are read, as MXNet does
+            for arr in self.outputs:
+                arr._pending_error = err
+            self._forwarded = True
+            return self.outputs
         for arr, slot in zip(self.outputs, self._plan.head_slots):
+            arr._pending_error = None
             if self._fixed_outputs:
                 arr._t.copy_(self._values[slot])
             else:

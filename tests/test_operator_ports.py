@@ -252,3 +252,27 @@ def test_take_grads_like_mxnet():
     model.hybridize()
     with pytest.raises(TypeError):  # a traced graph cannot hold the NDArray (MXNet: assert)
         model(x)
+
+
+def test_take_raise_mode_error_appears_where_the_output_is_read():
+    """test_take (mode='raise'): MXNet's engine reports an out-of-range index when the output
+    is read, not in ``forward``; the next good forward clears it."""
+    idx = mx.sym.BlockGrad(mx.sym.Variable("indices"))
+    out = mx.sym.take(a=mx.sym.Variable("a"), indices=idx, axis=0, mode="raise")
+    exe = out.simple_bind(mx.cpu(), a=(3, 2), indices=(2,))
+    exe.arg_dict["a"][:] = mx.nd.array(np.arange(6).reshape(3, 2))
+    exe.arg_dict["indices"][:] = mx.nd.array([5, 0])
+    outs = exe.forward(is_train=True)
+    for read in (outs[0].asnumpy, outs[0].wait_to_read, exe.outputs[0].asnumpy):
+        with pytest.raises(MXNetError, match="indices out of bound"):
+            read()
+    exe.arg_dict["indices"][:] = mx.nd.array([2, 0])
+    assert exe.forward()[0].asnumpy().tolist() == [[4.0, 5.0], [0.0, 1.0]]
+
+
+def test_one_hot_depth_zero_gives_an_empty_array():
+    """test_one_hot::test_zero_depth: depth 0 is an empty (..., 0) array, not an error."""
+    out = mx.nd.one_hot(mx.nd.array(np.ones((2, 4, 3)), dtype="int32"), depth=0, dtype="int32")
+    assert out.shape == (2, 4, 3, 0) and out.asnumpy().dtype == np.int32
+    with pytest.raises(MXNetError, match="depth must not be negative"):
+        mx.nd.one_hot(mx.nd.array([1, 2]), depth=-1)

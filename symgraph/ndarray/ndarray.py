@@ -101,6 +101,8 @@ class NDArray:
     __array_priority__ = 1000.0  # numpy defers to our reflected operators
     __hash__ = object.__hash__  # identity hash, as MXNet (defining __eq__ would drop it)
 
+    _pending_error = None  # a DeferredError of the executor step that wrote this array
+
     def __init__(self, tensor: torch.Tensor):
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"NDArray wraps a torch.Tensor, got {type(tensor).__name__}; "
@@ -197,6 +199,7 @@ class NDArray:
         >>> nd.array([1, 2], dtype='int32').asnumpy()
         array([1, 2], dtype=int32)
         """
+        self.wait_to_read()
         if self._t.dtype == torch.bfloat16:
             raise DTypeError("bfloat16 arrays have no numpy equivalent; use astype first")
         return self._t.detach().cpu().numpy().copy()
@@ -312,7 +315,10 @@ class NDArray:
         return split_v2(self, indices_or_sections, axis=axis, squeeze_axis=squeeze_axis)
 
     def wait_to_read(self) -> None:
-        """Block until pending writes to this array are done (a no-op on CPU)."""
+        """Block until pending writes to this array are done; raises the error of the
+        operator that wrote it, if it failed (:class:`~symgraph.base.DeferredError`)."""
+        if self._pending_error is not None:
+            raise self._pending_error
         if self._t.is_cuda:
             torch.cuda.current_stream(self._t.device).synchronize()
 

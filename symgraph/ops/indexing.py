@@ -40,7 +40,7 @@ from __future__ import annotations
 import torch
 
 from ..attrs import Param
-from ..base import DTypeError, MXNetError, ShapeError
+from ..base import DeferredError, DTypeError, ShapeError
 from .base import Case, OpDef, grad_rule, known, merge_shape, register
 
 _INDEX_DTYPES = ("bfloat16", "float16", "float32", "float64", "int32", "int64", "int8", "uint8")
@@ -93,9 +93,9 @@ def _take_shape(p, shapes):
 def _take_index(p, a: torch.Tensor, indices: torch.Tensor, axis: int) -> torch.Tensor:
     size = a.shape[axis]
     if p.mode == "raise" and bool(((indices < 0) | (indices > size - 1)).any()):
-        raise MXNetError("take operator contains indices out of bound: indices must lie in "
-                         f"[0, {size - 1}] for axis {p.axis} of an input of shape "
-                         f"{tuple(a.shape)}")
+        raise IndexOutOfBoundsError(
+            f"take operator contains indices out of bound: indices must lie in [0, {size - 1}] "
+            f"for axis {p.axis} of an input of shape {tuple(a.shape)}")
     return bound(as_index(indices), size, p.mode).reshape(-1)
 
 
@@ -302,9 +302,8 @@ register(OpDef(
 # ------------------------------------------------------------------ one_hot
 
 def _one_hot_shape(p, shapes):
-    if p.depth < 1:
-        raise ShapeError(f"one_hot: depth must be positive, got {p.depth}; zero-size arrays are "
-                         "not supported")
+    if p.depth < 0:  # depth 0 gives an empty array, as in MXNet
+        raise ShapeError(f"one_hot: depth must not be negative, got {p.depth}")
     if not shapes[0]:
         return None
     return shapes, [tuple(shapes[0]) + (p.depth,)]
@@ -481,8 +480,8 @@ def _gather_nd_shape(p, shapes):
     return shapes, [tuple(index[1:]) + tuple(data[index[0]:])]
 
 
-class IndexOutOfBoundsError(MXNetError, IndexError):
-    """An index outside ``[-size, size)`` (MXNet raises ``IndexError``)."""
+class IndexOutOfBoundsError(DeferredError, IndexError):
+    """An index outside the axis (MXNet raises ``IndexError``, where the result is read)."""
 
 
 def _check_nd_bounds(data: torch.Tensor, indices: torch.Tensor) -> None:
