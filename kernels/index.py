@@ -253,8 +253,9 @@ def where_ref(cond: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Ten
 @kernel
 def _gather_nd_kernel(data, idx, out, dims, n_y, inner, total, M: tl.constexpr,
                       BACKWARD: tl.constexpr, BLOCK: tl.constexpr):
-    """Forward: out[y, i] = data[w(idx[0, y]), ..., w(idx[M-1, y]), i] (w wraps negatives);
-    backward: data[...] += out[y, i] with atomics (repeated index tuples sum)."""
+    """Forward (0): out[y, i] = data[w(idx[0, y]), ..., w(idx[M-1, y]), i] (w wraps
+    negatives); backward (1): data[...] += out[y, i] with atomics (repeated index tuples
+    sum); scatter (2): data[...] = out[y, i] (repeated tuples: one of them wins)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < total
     i = offs % inner
@@ -265,9 +266,11 @@ def _gather_nd_kernel(data, idx, out, dims, n_y, inner, total, M: tl.constexpr,
         j = tl.load(idx + m * n_y + y, mask=mask, other=0).to(tl.int64)
         row = row * size + ((j % size) + size) % size
     src = row * inner + i
-    if BACKWARD:
+    if BACKWARD == 1:
         g = tl.load(out + offs, mask=mask, other=0.0).to(tl.float32)
         tl.atomic_add(data + src, g, mask=mask)
+    elif BACKWARD == 2:
+        tl.store(data + src, tl.load(out + offs, mask=mask), mask=mask)
     else:
         tl.store(out + offs, tl.load(data + src, mask=mask), mask=mask)
 
@@ -296,7 +299,7 @@ def gather_nd(data: torch.Tensor, indices: torch.Tensor, out=None) -> torch.Tens
     if total:
         block = _block(total, data.device)
         _gather_nd_kernel[(cdiv(total, block),)](data, idx, result, dims, n_y, inner, total,
-                                                 M=m, BACKWARD=False, BLOCK=block)
+                                                 M=m, BACKWARD=0, BLOCK=block)
     return result
 
 
@@ -321,7 +324,7 @@ def gather_nd_backward(g: torch.Tensor, indices: torch.Tensor, shape: tuple,
     if total:
         block = _block(total, g.device)
         _gather_nd_kernel[(cdiv(total, block),)](acc, idx, g.contiguous(), dims, n_y, inner,
-                                                 total, M=m, BACKWARD=True, BLOCK=block)
+                                                 total, M=m, BACKWARD=1, BLOCK=block)
     if acc is not result:
         copy_view(acc, result)
     return result
@@ -333,6 +336,112 @@ def gather_nd_backward_ref(g: torch.Tensor, indices: torch.Tensor, shape: tuple)
     at = tuple(torch.remainder(idx[i], shape[i]) for i in range(idx.shape[0]))
     out = torch.zeros(tuple(shape), dtype=torch.float32, device=g.device)
     return out.index_put_(at, g.float(), accumulate=True).to(g.dtype)
+
+
+def scatter_nd(data: torch.Tensor, indices: torch.Tensor, base: torch.Tensor | tuple,
+               out=None) -> torch.Tensor:
+    """``base`` (a tensor, copied; or a shape: zeros) with ``data[y]`` written at
+    ``indices[:, y]`` (negative indices wrap; of repeated tuples one value wins)."""
+    shape = tuple(base.shape) if isinstance(base, torch.Tensor) else tuple(base)
+    result = out if out is not None else torch.empty(shape, dtype=data.dtype,
+                                                      device=data.device)
+    if isinstance(base, torch.Tensor):
+        copy_view(base, result)
+    else:
+        fill(result, 0.0)
+    idx = indices.contiguous()
+    m, n_y, inner, dims = _nd_layout(shape, idx)
+    total = n_y * inner
+    if total:
+        block = _block(total, data.device)
+        _gather_nd_kernel[(cdiv(total, block),)](result, idx, data.contiguous(), dims, n_y,
+                                                 inner, total, M=m, BACKWARD=2, BLOCK=block)
+    return result
+
+
+def scatter_nd_ref(data: torch.Tensor, indices: torch.Tensor, base) -> torch.Tensor:
+    """Reference: index_put_ into zeros or a copy of ``base``."""
+    if isinstance(base, torch.Tensor):
+        out = base.clone()
+    else:
+        out = torch.zeros(tuple(base), dtype=data.dtype, device=data.device)
+    idx = indices.to(torch.int64)
+    at = tuple(torch.remainder(idx[i], out.shape[i]) for i in range(idx.shape[0]))
+    return out.index_put_(at, data)
+
+
+# ---------------------------------------------------------------- ravel / unravel
+
+@kernel
+def _ravel_kernel(multi, flat, dims, n, NDIM: tl.constexpr, RAVEL: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    """Ravel: flat[i] = sum_j trunc(multi[j, i]) * stride_j; unravel: multi[j, i] = the
+    j-th coordinate of trunc(flat[i]) in ``dims`` (C division, as MXNet)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    if RAVEL:
+        acc = offs * 0
+        for j in tl.static_range(NDIM):
+            v = tl.load(multi + j * n + offs, mask=mask, other=0).to(tl.int64)
+            acc = acc * tl.load(dims + j) + v
+        tl.store(flat + offs, acc.to(flat.dtype.element_ty), mask=mask)
+    else:
+        idx = tl.load(flat + offs, mask=mask, other=0).to(tl.int64)
+        for jj in tl.static_range(NDIM - 1):
+            j = NDIM - 1 - jj
+            size = tl.load(dims + j)
+            q = idx // size
+            tl.store(multi + j * n + offs, (idx - q * size).to(multi.dtype.element_ty), mask=mask)
+            idx = q
+        tl.store(multi + offs, idx.to(multi.dtype.element_ty), mask=mask)
+
+
+def ravel(multi: torch.Tensor, shape: tuple, out=None) -> torch.Tensor:
+    """Flat indices into ``shape`` of the multi-indices ``multi`` (``(len(shape), ...)``)."""
+    multi = multi.contiguous()
+    result = out if out is not None else torch.empty(tuple(multi.shape[1:]), dtype=multi.dtype,
+                                                      device=multi.device)
+    n = result.numel()
+    if n:
+        dims = torch.tensor(list(shape), dtype=torch.int64, device=multi.device)
+        block = _block(n, multi.device)
+        _ravel_kernel[(cdiv(n, block),)](multi, result, dims, n, NDIM=len(shape), RAVEL=True,
+                                         BLOCK=block)
+    return result
+
+
+def ravel_ref(multi: torch.Tensor, shape: tuple) -> torch.Tensor:
+    """Reference: Horner's rule over the rows (reads multi, writes one row)."""
+    acc = torch.zeros(tuple(multi.shape[1:]), dtype=torch.int64, device=multi.device)
+    for j, size in enumerate(shape):
+        acc = acc * size + multi[j].to(torch.int64)
+    return acc.to(multi.dtype)
+
+
+def unravel(flat: torch.Tensor, shape: tuple, out=None) -> torch.Tensor:
+    """The multi-indices (``(len(shape), ...)``) of the flat indices ``flat`` in ``shape``."""
+    flat = flat.contiguous()
+    result = out if out is not None else torch.empty((len(shape),) + tuple(flat.shape),
+                                                      dtype=flat.dtype, device=flat.device)
+    n = flat.numel()
+    if n:
+        dims = torch.tensor(list(shape), dtype=torch.int64, device=flat.device)
+        block = _block(n, flat.device)
+        _ravel_kernel[(cdiv(n, block),)](result, flat, dims, n, NDIM=len(shape), RAVEL=False,
+                                         BLOCK=block)
+    return result
+
+
+def unravel_ref(flat: torch.Tensor, shape: tuple) -> torch.Tensor:
+    """Reference: repeated truncating division (reads flat, writes len(shape) rows)."""
+    idx = flat.to(torch.int64)
+    rows = []
+    for size in reversed(shape[1:]):
+        q = torch.div(idx, size, rounding_mode="trunc")
+        rows.append(idx - q * size)
+        idx = q
+    rows.append(idx)
+    return torch.stack(rows[::-1]).to(flat.dtype)
 
 
 # ---------------------------------------------------------------- table entries
@@ -393,6 +502,27 @@ def _make_gather_nd_bwd(dtype, device, shape):
     return (g, idx, tuple(shape)), {}
 
 
+def _make_scatter_nd(dtype, device, shape):
+    m = 1 if len(shape) == 2 else 2
+    gen = torch.Generator().manual_seed(4)  # distinct index tuples: a unique result
+    flat = torch.randperm(shape[0] * (shape[1] if m == 2 else 1), generator=gen)[:shape[0]]
+    rows = [flat] if m == 1 else [flat // shape[1], flat % shape[1] - shape[1]]
+    idx = torch.stack(rows).float().to(device)
+    data = _rand(dtype, device, (idx.shape[1],) + tuple(shape[m:]))
+    return (data, idx, _rand(dtype, device, shape, seed=5)), {}
+
+
+def _make_ravel(dtype, device, shape):
+    dims = tuple(shape[:2]) + (4,)
+    rows = [_ints(device, (1,) + tuple(shape[1:]), d, seed=j) for j, d in enumerate(dims)]
+    return (torch.cat(rows).to(dtype), dims), {}
+
+
+def _make_unravel(dtype, device, shape):
+    dims = tuple(shape[:2]) + (4,)
+    return (_ints(device, shape[1:], shape[0] * shape[1] * 4).to(dtype), dims), {}
+
+
 _SHAPES = ((3, 37), (5, 129), (2, 3, 7, 6))
 _DT = (torch.float32, torch.float16, torch.bfloat16)
 _EXACT = {torch.float32: (0, 0), torch.float16: (0, 0), torch.bfloat16: (0, 0)}
@@ -427,4 +557,13 @@ KERNELS = [
     _entry("gather_nd_backward", gather_nd_backward, gather_nd_backward_ref,
            _make_gather_nd_bwd, lambda g, i, shape: tensor_bytes(g, i) + 2 * tensor_bytes(g),
            tol=_SUMS, bench=((1 << 15, 512),)),
+    _entry("scatter_nd", scatter_nd, scatter_nd_ref, _make_scatter_nd,
+           lambda d, i, base: tensor_bytes(i) + 2 * tensor_bytes(d) + 2 * tensor_bytes(base)),
+    KernelSpec(name="ravel", fn=ravel, ref=ravel_ref, make=_make_ravel, shapes=_SHAPES,
+               bench_shapes=((4, 1 << 20),), dtypes=(torch.float32, torch.int32), tol=_EXACT,
+               bytes=lambda m, shape: tensor_bytes(m) * (len(shape) + 1) // len(shape),
+               family="index"),
+    KernelSpec(name="unravel", fn=unravel, ref=unravel_ref, make=_make_unravel, shapes=_SHAPES,
+               bench_shapes=((4, 1 << 20),), dtypes=(torch.float32, torch.int32), tol=_EXACT,
+               bytes=lambda f, shape: tensor_bytes(f) * (len(shape) + 1), family="index"),
 ]

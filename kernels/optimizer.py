@@ -47,18 +47,27 @@ from dataclasses import dataclass
 import torch
 import triton.language as tl
 
+from .philox import device
 from .runtime import kernel
 from .table import KernelSpec, tensor_bytes
 
-SGD, SGD_MOM, NAG, ADAM, RMSPROP, RMSPROP_ALEX, ADAGRAD = range(7)
+(SGD, SGD_MOM, NAG, ADAM, RMSPROP, RMSPROP_ALEX, ADAGRAD, NAG_OP, SIGNSGD, SIGNUM, FTRL, FTML,
+ ADAMW, LAMB1, LAMB2, RESET) = range(16)
 _ROW = 10  # table columns: w_in, g, s0_in, s1_in, s2_in, w_out, s0_out, s1_out, s2_out, numel
+_RATES = 4  # per-tensor floats: lr, wd, k0, k1 (FTML's and LAMB's bias terms)
+
+
+@device
+def _sign_dev(x):
+    """MXNet's ``(x > 0) - (x < 0)`` (0 for NaN)."""
+    return tl.where(x > 0, 1.0, 0.0) - tl.where(x < 0, 1.0, 0.0)
 
 
 @kernel
 def _update_kernel(rows, chunks, rates, consts, w_like, s_like, KIND: tl.constexpr,
                    CHUNK: tl.constexpr, BLOCK: tl.constexpr):
-    """Apply rule KIND (0 sgd, 1 sgd_mom, 2 nag, 3 adam, 4 rmsprop, 5 rmspropalex, 6 adagrad)
-    to elements [start, start + CHUNK) of the chunk's tensor."""
+    """Apply rule KIND (see the module constants) to elements [start, start + CHUNK) of the
+    chunk's tensor."""
     t = tl.load(chunks + 2 * tl.program_id(0))
     start = tl.load(chunks + 2 * tl.program_id(0) + 1)
     row = rows + t * 10
@@ -69,24 +78,26 @@ def _update_kernel(rows, chunks, rates, consts, w_like, s_like, KIND: tl.constex
     s1, s1o = tl.load(row + 3).to(sty), tl.load(row + 7).to(sty)
     s2, s2o = tl.load(row + 4).to(sty), tl.load(row + 8).to(sty)
     n = tl.load(row + 9)
-    lr, wd = tl.load(rates + 2 * t), tl.load(rates + 2 * t + 1)
+    lr, wd = tl.load(rates + 4 * t), tl.load(rates + 4 * t + 1)
+    k0, k1 = tl.load(rates + 4 * t + 2), tl.load(rates + 4 * t + 3)
     rescale, clip = tl.load(consts), tl.load(consts + 1)
     a, b = tl.load(consts + 2), tl.load(consts + 3)
     eps, clip_w = tl.load(consts + 4), tl.load(consts + 5)
+    c6 = tl.load(consts + 6)
     for i in range(0, CHUNK, BLOCK):
         offs = start + i + tl.arange(0, BLOCK)
         mask = offs < n
         w = tl.load(w_in + offs, mask=mask, other=0.0).to(tl.float32)
         g = tl.load(g_in + offs, mask=mask, other=0.0).to(tl.float32) * rescale
-        if KIND == 3 or KIND == 4 or KIND == 5:
+        if KIND == 3 or KIND == 4 or KIND == 5 or KIND == 11:
             g = g + wd * w
         g = tl.minimum(tl.maximum(g, -clip), clip)
         gc = g
-        if KIND == 0 or KIND == 1 or KIND == 2:
+        if KIND == 0 or KIND == 1 or KIND == 2 or KIND == 7 or KIND == 9:
             g = g + wd * w
         if KIND == 0:
             w = w - lr * g
-        if KIND == 1 or KIND == 2:
+        if KIND == 1 or KIND == 2 or KIND == 7:
             p = a * tl.load(s0 + offs, mask=mask, other=0.0)
             m = p - lr * g
         if KIND == 1:
@@ -94,14 +105,21 @@ def _update_kernel(rows, chunks, rates, consts, w_like, s_like, KIND: tl.constex
         if KIND == 2:
             w = w + a * m - lr * g
             m = p - lr * (gc + wd * w)  # MXNet's in-place NAG: wd term of mom from the new w
-        if KIND == 1 or KIND == 2:
+        if KIND == 7:  # the nag_mom_update op writing a new array: mom from the old w
+            w = w + a * m - lr * g
+        if KIND == 1 or KIND == 2 or KIND == 7:
             tl.store(s0o + offs, m.to(s0o.dtype.element_ty), mask=mask)
-        if KIND == 3:
+        if KIND == 3 or KIND == 12 or KIND == 13:
             m = a * tl.load(s0 + offs, mask=mask, other=0.0) + (1.0 - a) * g
             v = b * tl.load(s1 + offs, mask=mask, other=0.0) + (1.0 - b) * g * g
             tl.store(s0o + offs, m.to(s0o.dtype.element_ty), mask=mask)
             tl.store(s1o + offs, v.to(s1o.dtype.element_ty), mask=mask)
+        if KIND == 3:
             w = w - lr * m / (tl.sqrt(v) + eps)
+        if KIND == 12:  # lr and wd arrive multiplied by eta
+            w = w - (lr * m / (tl.sqrt(v) + eps) + wd * w)
+        if KIND == 13:  # the output is LAMB's direction, not a weight
+            w = (m / k0) / (tl.sqrt(v / k1) + eps) + wd * w
         if KIND == 4 or KIND == 5:
             v = (1.0 - a) * g * g + a * tl.load(s0 + offs, mask=mask, other=0.0)
             tl.store(s0o + offs, v.to(s0o.dtype.element_ty), mask=mask)
@@ -119,6 +137,38 @@ def _update_kernel(rows, chunks, rates, consts, w_like, s_like, KIND: tl.constex
             h = tl.load(s0 + offs, mask=mask, other=0.0) + g * g
             tl.store(s0o + offs, h.to(s0o.dtype.element_ty), mask=mask)
             w = w - lr * (g / tl.sqrt(h + eps) + wd * w)
+        if KIND == 8:
+            w = (1.0 - lr * wd) * w - lr * _sign_dev(g)
+        if KIND == 9:
+            m = a * tl.load(s0 + offs, mask=mask, other=0.0) - (1.0 - a) * g
+            tl.store(s0o + offs, m.to(s0o.dtype.element_ty), mask=mask)
+            w = (1.0 - lr * c6) * w + lr * _sign_dev(m)
+        if KIND == 10:
+            n0 = tl.load(s1 + offs, mask=mask, other=0.0)
+            z = tl.load(s0 + offs, mask=mask, other=0.0) + g \
+                - (tl.sqrt(n0 + g * g) - tl.sqrt(n0)) * w / lr
+            n1 = n0 + g * g
+            tl.store(s0o + offs, z.to(s0o.dtype.element_ty), mask=mask)
+            tl.store(s1o + offs, n1.to(s1o.dtype.element_ty), mask=mask)
+            w = -_sign_dev(z) * tl.maximum(tl.abs(z) - a, 0.0) / ((b + tl.sqrt(n1)) / lr + wd)
+        if KIND == 11:
+            d0 = tl.load(s0 + offs, mask=mask, other=0.0)
+            v = b * tl.load(s1 + offs, mask=mask, other=0.0) + (1.0 - b) * g * g
+            dt = k0 / lr * (tl.sqrt(v / k1) + eps)
+            z = a * tl.load(s2 + offs, mask=mask, other=0.0) + (1.0 - a) * g - (dt - a * d0) * w
+            tl.store(s0o + offs, dt.to(s0o.dtype.element_ty), mask=mask)
+            tl.store(s1o + offs, v.to(s1o.dtype.element_ty), mask=mask)
+            tl.store(s2o + offs, z.to(s2o.dtype.element_ty), mask=mask)
+            w = -z / dt
+        if KIND == 14:  # r1, r2: one-element states
+            r1 = tl.load(s0).to(tl.float32)
+            r1 = tl.where(a >= 0, tl.maximum(r1, a), r1)
+            r1 = tl.where(b >= 0, tl.minimum(r1, b), r1)
+            r2 = tl.load(s1).to(tl.float32)
+            ratio = tl.where((r1 == 0) | (r2 == 0), 1.0, r1 / r2)
+            w = w - lr * ratio * g
+        if KIND == 15:
+            w = tl.full([BLOCK], 0.0, tl.float32)
         tl.store(w_out + offs, w.to(w_out.dtype.element_ty), mask=mask)
 
 
@@ -143,6 +193,13 @@ class UpdateParams:
     gamma1: float = 0.95
     gamma2: float = 0.9
     clip_weights: float = -1.0
+    lamda1: float = 0.01
+    beta: float = 1.0
+    wd_lh: float = 0.0
+    lower_bound: float = -1.0
+    upper_bound: float = -1.0
+    # per tensor (k0, k1): FTML's (1 - beta1^t, 1 - beta2^t), LAMB's bias corrections
+    bias: Sequence[tuple[float, float]] | None = None
 
     def per_tensor(self, count: int) -> list[tuple[float, float]]:
         """(lr, wd) of each of ``count`` tensors."""
@@ -152,24 +209,44 @@ class UpdateParams:
             raise ValueError(f"{count} tensors but {len(lrs)} lr and {len(wds)} wd values")
         return [(float(lr), float(wd)) for lr, wd in zip(lrs, wds)]
 
+    def rate_table(self, count: int, device) -> torch.Tensor:
+        """The kernel's (count, 4) float32 table of lr, wd, k0, k1; ``lr`` and ``wd`` may be
+        device tensors (MXNet's preloaded ops), read by the kernel without a host copy."""
+        bias = list(self.bias) if self.bias is not None else [(1.0, 1.0)] * count
+        if isinstance(self.lr, torch.Tensor):
+            cols = [self.lr.reshape(-1).float(), self.wd.reshape(-1).float()]
+            extra = torch.tensor(bias, dtype=torch.float32, device=device).reshape(count, 2)
+            return torch.cat([torch.stack(cols, 1).to(device), extra], 1).contiguous()
+        rows = [(lr, wd, *k) for (lr, wd), k in zip(self.per_tensor(count), bias)]
+        return torch.tensor(rows, dtype=torch.float32).reshape(count, _RATES).to(device)
+
 
 def adam_lr(lr: float, beta1: float, beta2: float, t: int) -> float:
     """The bias-corrected step MXNet's ``optimizer.Adam`` passes to ``adam_update`` at step t."""
     return lr * math.sqrt(1.0 - beta2 ** t) / (1.0 - beta1 ** t)
 
 
+_NO_RESCALE = (SIGNSGD, LAMB2, RESET)  # rules that read the gradient as given
+
+
 def _consts(kind: int, hp: UpdateParams) -> list[float]:
-    """[rescale, clip, a, b, eps, clip_weights] as the kernel reads them (inf: no clip)."""
-    a, b = {SGD_MOM: (hp.momentum, 0.0), NAG: (hp.momentum, 0.0), ADAM: (hp.beta1, hp.beta2),
-            RMSPROP: (hp.gamma1, 0.0), RMSPROP_ALEX: (hp.gamma1, hp.gamma2)}.get(kind, (0., 0.))
-    clip = hp.clip_gradient if hp.clip_gradient >= 0 else math.inf
+    """[rescale, clip, a, b, eps, clip_weights, wd_lh] as the kernel reads them (inf: no
+    clip)."""
+    betas = (hp.beta1, hp.beta2)
+    a, b = {SGD_MOM: (hp.momentum, 0.0), NAG: (hp.momentum, 0.0), NAG_OP: (hp.momentum, 0.0),
+            ADAM: betas, ADAMW: betas, LAMB1: betas, FTML: betas, SIGNUM: (hp.momentum, 0.0),
+            RMSPROP: (hp.gamma1, 0.0), RMSPROP_ALEX: (hp.gamma1, hp.gamma2),
+            FTRL: (hp.lamda1, hp.beta), LAMB2: (hp.lower_bound, hp.upper_bound)
+            }.get(kind, (0., 0.))
+    clip = hp.clip_gradient if hp.clip_gradient >= 0 and kind not in _NO_RESCALE else math.inf
     clip_w = hp.clip_weights if hp.clip_weights >= 0 else math.inf
-    return [hp.rescale_grad, clip, a, b, hp.epsilon, clip_w]
+    rescale = 1.0 if kind in _NO_RESCALE else hp.rescale_grad
+    return [rescale, clip, a, b, hp.epsilon, clip_w, hp.wd_lh]
 
 
-def _check(weights, grads, states) -> None:
+def _check(weights, grads, states, kind: int) -> None:
     for i, w in enumerate(weights):
-        others = [grads[i]] + [s[i] for s in states]
+        others = [grads[i]] + ([] if kind == LAMB2 else [s[i] for s in states])
         if any(o.shape != w.shape or not o.is_contiguous() for o in others + [w]):
             raise ValueError(f"tensor {i}: weight {tuple(w.shape)}, grad and states "
                              f"{[tuple(o.shape) for o in others]} must match and be contiguous")
@@ -185,7 +262,7 @@ def _launch(kind: int, weights, grads, states, hp: UpdateParams, out) -> tuple:
     if len(grads) != len(weights) or any(len(s) != len(weights) for s in states):
         raise ValueError(f"{len(weights)} weights, {len(grads)} grads, "
                          f"{[len(s) for s in states]} states")
-    _check(weights, grads, states)
+    _check(weights, grads, states, kind)
     ins = weights + [t for s in states for t in s]
     outs = ins if out is None else list(out)
     if len(outs) != len(ins) or any(o.shape != i.shape or o.dtype != i.dtype
@@ -209,7 +286,7 @@ def _launch(kind: int, weights, grads, states, hp: UpdateParams, out) -> tuple:
     _update_kernel[(len(chunk_rows) // 2,)](
         torch.tensor(rows, dtype=torch.int64).to(dev),
         torch.tensor(chunk_rows, dtype=torch.int64).to(dev),
-        torch.tensor(hp.per_tensor(count), dtype=torch.float32).to(dev),
+        hp.rate_table(count, dev),
         torch.tensor(_consts(kind, hp), dtype=torch.float32).to(dev),
         weights[0], s_like, KIND=kind, CHUNK=chunk, BLOCK=block)
     return tuple(outs)
@@ -219,15 +296,22 @@ def _clip(x: torch.Tensor, bound: float) -> torch.Tensor:
     return x.clamp(-bound, bound) if bound >= 0 else x
 
 
-def _per_tensor(step, weights, grads, states, hp: UpdateParams) -> tuple:
-    """Run ``step(w, g, lr, wd, *states) -> (w, *states)`` per tensor in fp32, out of place."""
+def _per_tensor(step, weights, grads, states, hp: UpdateParams, bias: bool = False) -> tuple:
+    """Run ``step(w, g, lr, wd, *states) -> (w, *states)`` per tensor in fp32, out of place
+    (``bias``: ``step(w, g, lr, wd, k0, k1, *states)``)."""
     new_w, new_s = [], [[] for _ in states]
-    for i, ((lr, wd), w, g) in enumerate(zip(hp.per_tensor(len(weights)), weights, grads)):
-        res = step(w.float(), g.float(), lr, wd, *[s[i].float() for s in states])
+    rates = hp.rate_table(len(weights), "cpu").tolist() if weights else []
+    for i, ((lr, wd, k0, k1), w, g) in enumerate(zip(rates, weights, grads)):
+        ks = (k0, k1) if bias else ()
+        res = step(w.float(), g.float(), lr, wd, *ks, *[s[i].float() for s in states])
         new_w.append(res[0].to(w.dtype))
         for k, s in enumerate(res[1:]):
             new_s[k].append(s.to(states[k][i].dtype))
     return tuple(new_w) + tuple(t for s in new_s for t in s)
+
+
+def _sign(x: torch.Tensor) -> torch.Tensor:
+    return torch.sign(x).nan_to_num(0.0)
 
 
 def sgd_update(weights, grads, hp: UpdateParams, out=None) -> tuple:
@@ -330,6 +414,150 @@ def adagrad_update_ref(weights, grads, histories, hp: UpdateParams) -> tuple:
     return _per_tensor(step, weights, grads, (histories,), hp)
 
 
+def nag_op_update(weights, grads, moms, hp: UpdateParams, out=None) -> tuple:
+    """Launch: the ``nag_mom_update`` operator writing a new array (its momentum's
+    weight-decay term from the old weight); (weights..., moms...)."""
+    return _launch(NAG_OP, weights, grads, (moms,), hp, out)
+
+
+def nag_op_update_ref(weights, grads, moms, hp: UpdateParams) -> tuple:
+    """Reference: reads w, g, mom; writes w, mom."""
+    def step(w, g, lr, wd, mom):
+        g = _clip(hp.rescale_grad * g, hp.clip_gradient) + wd * w
+        mom = hp.momentum * mom - lr * g
+        return w + hp.momentum * mom - lr * g, mom
+    return _per_tensor(step, weights, grads, (moms,), hp)
+
+
+def signsgd_update(weights, grads, hp: UpdateParams, out=None) -> tuple:
+    """Launch: MXNet ``signsgd_update`` (``rescale_grad`` and ``clip_gradient`` unused)."""
+    return _launch(SIGNSGD, weights, grads, (), hp, out)
+
+
+def signsgd_update_ref(weights, grads, hp: UpdateParams) -> tuple:
+    """Reference: ``w = (1 - lr*wd)*w - lr*sign(g)``."""
+    def step(w, g, lr, wd):
+        return ((1 - lr * wd) * w - lr * _sign(g),)
+    return _per_tensor(step, weights, grads, (), hp)
+
+
+def signum_update(weights, grads, moms, hp: UpdateParams, out=None) -> tuple:
+    """Launch: MXNet ``signum_update``; (weights..., moms...)."""
+    return _launch(SIGNUM, weights, grads, (moms,), hp, out)
+
+
+def signum_update_ref(weights, grads, moms, hp: UpdateParams) -> tuple:
+    """Reference: ``mom = momentum*mom - (1-momentum)*(clip(r*g) + wd*w);
+    w = (1 - lr*wd_lh)*w + lr*sign(mom)``."""
+    def step(w, g, lr, wd, mom):
+        g = _clip(hp.rescale_grad * g, hp.clip_gradient) + wd * w
+        mom = hp.momentum * mom - (1 - hp.momentum) * g
+        return (1 - lr * hp.wd_lh) * w + lr * _sign(mom), mom
+    return _per_tensor(step, weights, grads, (moms,), hp)
+
+
+def ftrl_update(weights, grads, zs, ns, hp: UpdateParams, out=None) -> tuple:
+    """Launch: MXNet ``ftrl_update``; (weights..., z..., n...)."""
+    return _launch(FTRL, weights, grads, (zs, ns), hp, out)
+
+
+def ftrl_update_ref(weights, grads, zs, ns, hp: UpdateParams) -> tuple:
+    """Reference: FTRL-Proximal with ``lamda1`` and ``beta``."""
+    def step(w, g, lr, wd, z, n):
+        g = _clip(hp.rescale_grad * g, hp.clip_gradient)
+        z = z + g - ((n + g * g).sqrt() - n.sqrt()) * w / lr
+        n = n + g * g
+        w = -_sign(z) * (z.abs() - hp.lamda1).clamp_min(0) / ((hp.beta + n.sqrt()) / lr + wd)
+        return w, z, n
+    return _per_tensor(step, weights, grads, (zs, ns), hp)
+
+
+def ftml_update(weights, grads, ds, vs, zs, hp: UpdateParams, out=None) -> tuple:
+    """Launch: MXNet ``ftml_update`` (``hp.bias``: per tensor ``(1-beta1^t, 1-beta2^t)``);
+    (weights..., d..., v..., z...)."""
+    return _launch(FTML, weights, grads, (ds, vs, zs), hp, out)
+
+
+def ftml_update_ref(weights, grads, ds, vs, zs, hp: UpdateParams) -> tuple:
+    """Reference: Follow the Moving Leader."""
+    def step(w, g, lr, wd, k0, k1, d, v, z):
+        g = _clip(hp.rescale_grad * g + wd * w, hp.clip_gradient)
+        v = hp.beta2 * v + (1 - hp.beta2) * g * g
+        dt = k0 / lr * ((v / k1).sqrt() + hp.epsilon)
+        z = hp.beta1 * z + (1 - hp.beta1) * g - (dt - hp.beta1 * d) * w
+        return -z / dt, dt, v, z
+    return _per_tensor(step, weights, grads, (ds, vs, zs), hp, bias=True)
+
+
+def adamw_update(weights, grads, means, variances, hp: UpdateParams, out=None) -> tuple:
+    """Launch: MXNet ``_adamw_update`` with ``lr`` and ``wd`` already multiplied by ``eta``;
+    (weights..., means..., variances...)."""
+    return _launch(ADAMW, weights, grads, (means, variances), hp, out)
+
+
+def adamw_update_ref(weights, grads, means, variances, hp: UpdateParams) -> tuple:
+    """Reference: ``w -= eta*(lr*mean/(sqrt(var)+eps) + wd*w)`` (eta folded into lr, wd)."""
+    def step(w, g, lr, wd, mean, var):
+        g = _clip(hp.rescale_grad * g, hp.clip_gradient)
+        mean = hp.beta1 * mean + (1 - hp.beta1) * g
+        var = hp.beta2 * var + (1 - hp.beta2) * g * g
+        return w - (lr * mean / (var.sqrt() + hp.epsilon) + wd * w), mean, var
+    return _per_tensor(step, weights, grads, (means, variances), hp)
+
+
+def lamb_phase1(weights, grads, means, variances, hp: UpdateParams, out=None) -> tuple:
+    """Launch: MXNet ``lamb_update_phase1`` (``hp.bias``: per tensor bias corrections);
+    (directions..., means..., variances...), new direction tensors unless ``out``."""
+    if out is None:
+        out = [torch.empty_like(w) for w in weights] + list(means) + list(variances)
+    return _launch(LAMB1, weights, grads, (means, variances), hp, out)
+
+
+def lamb_phase1_ref(weights, grads, means, variances, hp: UpdateParams) -> tuple:
+    """Reference: ``m/k0 / (sqrt(v/k1) + eps) + wd*w`` after the moment updates."""
+    def step(w, g, lr, wd, k0, k1, mean, var):
+        g = _clip(hp.rescale_grad * g, hp.clip_gradient)
+        mean = hp.beta1 * mean + (1 - hp.beta1) * g
+        var = hp.beta2 * var + (1 - hp.beta2) * g * g
+        return (mean / k0) / ((var / k1).sqrt() + hp.epsilon) + wd * w, mean, var
+    return _per_tensor(step, weights, grads, (means, variances), hp, bias=True)
+
+
+def lamb_phase2(weights, directions, r1s, r2s, hp: UpdateParams, out=None) -> tuple:
+    """Launch: MXNet ``lamb_update_phase2`` (``r1``, ``r2``: one-element norms); the
+    weights (in place unless ``out``)."""
+    targets = list(weights) if out is None else list(out if isinstance(out, (tuple, list))
+                                                      else [out])
+    _launch(LAMB2, weights, directions, (r1s, r2s), hp, targets + list(r1s) + list(r2s))
+    return tuple(targets)
+
+
+def lamb_phase2_ref(weights, directions, r1s, r2s, hp: UpdateParams) -> tuple:
+    """Reference: ``w -= lr * ratio * g`` with MXNet's trust ratio of the bounded norms."""
+    out = []
+    for (lr, _, _, _), w, g, r1, r2 in zip(hp.rate_table(len(weights), "cpu").tolist(),
+                                           weights, directions, r1s, r2s):
+        r1, r2 = r1.float().reshape(()), r2.float().reshape(())
+        if hp.lower_bound >= 0:
+            r1 = r1.clamp_min(hp.lower_bound)
+        if hp.upper_bound >= 0:
+            r1 = r1.clamp_max(hp.upper_bound)
+        ratio = torch.where((r1 == 0) | (r2 == 0), torch.ones_like(r1), r1 / r2)
+        out.append((w.float() - lr * ratio * g.float()).to(w.dtype))
+    return tuple(out)
+
+
+def reset_arrays(arrays, out=None) -> tuple:
+    """Launch: MXNet ``reset_arrays``: every tensor set to zero (in place unless ``out``)."""
+    arrays = list(arrays)
+    return _launch(RESET, arrays, arrays, (), UpdateParams(lr=0.0), out)
+
+
+def reset_arrays_ref(arrays) -> tuple:
+    """Reference: zeros."""
+    return tuple(torch.zeros_like(a) for a in arrays)
+
+
 # ---------------------------------------------------------------- table entries
 
 def _dims(n: int) -> tuple:
@@ -351,9 +579,9 @@ _STATE_INIT = {
 }
 
 
-def _maker(states: tuple[str, ...], **hp):
+def _maker(states: tuple[str, ...], bias: bool = False, **hp):
     """make(dtype, device, sizes): weights and grads of ``dtype``, fp32 states, and
-    per-tensor lr and wd."""
+    per-tensor lr and wd (and bias terms of step ``2 + i``)."""
     def make(dtype, device, sizes):
         weights = _tensors(sizes, dtype, device, 1, lambda t: 2 * t)
         grads = _tensors(sizes, dtype, device, 2)
@@ -361,9 +589,25 @@ def _maker(states: tuple[str, ...], **hp):
               for k, kind in enumerate(states)]
         lrs = [0.1 / (1 + i % 3) for i in range(len(sizes))]
         wds = [0.05 * (i % 2) for i in range(len(sizes))]
-        params = UpdateParams(lr=lrs, wd=wds, rescale_grad=0.5, clip_gradient=0.8, **hp)
+        ks = [(1 - 0.9 ** (2 + i), 1 - 0.999 ** (2 + i)) for i in range(len(sizes))]
+        params = UpdateParams(lr=lrs, wd=wds, rescale_grad=0.5, clip_gradient=0.8,
+                              bias=ks if bias else None, **hp)
         return (weights, grads, *st, params), {}
     return make
+
+
+def _make_lamb2(dtype, device, sizes):
+    """Weights, directions, one-element norms (one of them zero) and per-tensor lr."""
+    weights = _tensors(sizes, dtype, device, 1)
+    directions = _tensors(sizes, dtype, device, 2)
+    r1s = [torch.tensor([0.0 if i == 1 else 1.5 + i], device=device) for i in range(len(sizes))]
+    r2s = [torch.tensor([0.7 + i], device=device) for i in range(len(sizes))]
+    lrs = [0.1 / (1 + i % 3) for i in range(len(sizes))]
+    return (weights, directions, r1s, r2s, UpdateParams(lr=lrs, upper_bound=2.0)), {}
+
+
+def _make_reset(dtype, device, sizes):
+    return (_tensors(sizes, dtype, device, 1),), {}
 
 
 def _bytes(weights, grads, *rest) -> int:
@@ -393,4 +637,22 @@ KERNELS = [
     _spec("rmspropalex_update", rmspropalex_update, rmspropalex_update_ref,
           ("square", "gmean", "signed"), epsilon=1e-3, gamma2=0.9, clip_weights=2.5),
     _spec("adagrad_update", adagrad_update, adagrad_update_ref, ("square",), epsilon=1e-7),
+    _spec("nag_op_update", nag_op_update, nag_op_update_ref, ("signed",), momentum=0.9),
+    _spec("signsgd_update", signsgd_update, signsgd_update_ref, ()),
+    _spec("signum_update", signum_update, signum_update_ref, ("signed",), momentum=0.9,
+          wd_lh=0.1),
+    _spec("ftrl_update", ftrl_update, ftrl_update_ref, ("signed", "square"), lamda1=0.05),
+    _spec("ftml_update", ftml_update, ftml_update_ref, ("square", "square", "signed"),
+          bias=True, beta1=0.6),
+    _spec("adamw_update", adamw_update, adamw_update_ref, ("signed", "square"), epsilon=1e-3),
+    _spec("lamb_phase1", lamb_phase1, lamb_phase1_ref, ("signed", "square"), bias=True,
+          epsilon=1e-3),
+    KernelSpec(name="optim_lamb_phase2", fn=lamb_phase2, ref=lamb_phase2_ref, make=_make_lamb2,
+               shapes=_SHAPES, bench_shapes=_BENCH, dtypes=(torch.float32, torch.float16),
+               bytes=lambda w, d, *rest: 2 * tensor_bytes(*w) + tensor_bytes(*d),
+               family="optimizer"),
+    KernelSpec(name="optim_reset_arrays", fn=reset_arrays, ref=reset_arrays_ref,
+               make=_make_reset, shapes=_SHAPES, bench_shapes=_BENCH,
+               dtypes=(torch.float32, torch.float16), bytes=lambda a: tensor_bytes(*a),
+               family="optimizer"),
 ]

@@ -204,6 +204,147 @@ def arg_reduce_ref(x, axis=None, largest=True, keepdims=False):
     return fn(x, dim=axis, keepdim=keepdims).to(x.dtype)
 
 
+# ---------------------------------------------------------------- cumsum
+
+@kernel
+def _cumsum_rows_kernel(x_ptr, y_ptr, N, INNER, REVERSE: tl.constexpr, ACC: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    base = (row // INNER) * N * INNER + row % INNER
+    carry = tl.full((), 0, ACC)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        idx = N - 1 - cols if REVERSE else cols  # reverse: the scan runs from the row's end
+        x = tl.load(x_ptr + base + idx * INNER, mask=cols < N, other=0).to(ACC)
+        tl.store(y_ptr + base + idx * INNER,
+                 (tl.associative_scan(x, 0, SUM) + carry).to(y_ptr.dtype.element_ty),
+                 mask=cols < N)
+        carry += tl.reduce(x, 0, SUM)
+
+
+def _scan_acc(*dtypes: torch.dtype):
+    """Accumulate floats in fp32 (fp64 for fp64), integers in int64."""
+    if all(d.is_floating_point for d in dtypes):
+        return acc_type(*dtypes)
+    return tl.float64 if torch.float64 in dtypes else tl.int64
+
+
+def cumsum(x: torch.Tensor, axis: int, dtype: torch.dtype | None = None, reverse: bool = False,
+           out: torch.Tensor | None = None) -> torch.Tensor:
+    """Check, allocate, launch: running sums of ``x`` along ``axis`` (from the end when
+    ``reverse``) in ``dtype`` (x's by default). Bytes: x read once, the result written once."""
+    dtype = dtype or x.dtype
+    if x.dim() == 0 or dtype == torch.bool:
+        raise ValueError(f"cumsum needs data with an axis and a numeric dtype, got {x.dtype} "
+                         f"{tuple(x.shape)} -> {dtype}")
+    y = check_out(out, tuple(x.shape), dtype, x.device)
+    if x.numel() == 0:
+        return y
+    x = x.contiguous()
+    outer, n, inner = row_layout(tuple(x.shape), axis)
+    block = row_block(n, x.device)
+    _cumsum_rows_kernel[(outer * inner,)](x, y, n, inner, REVERSE=reverse,
+                                          ACC=_scan_acc(x.dtype, dtype), BLOCK=block,
+                                          **launch_opts(block, x.device))
+    return y
+
+
+def cumsum_ref(x, axis, dtype=None, reverse=False):
+    """Reference: one torch cumsum (flipped twice when ``reverse``)."""
+    x = x.to(dtype or x.dtype)
+    if reverse:
+        return torch.flip(torch.cumsum(torch.flip(x, (axis,)), axis), (axis,))
+    return torch.cumsum(x, axis)
+
+
+# ---------------------------------------------------------------- histogram
+
+@kernel
+def _uniform_edges_kernel(e_ptr, NBINS, LO, HI, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    for start in range(0, NBINS + 1, BLOCK):
+        k = (start + i).to(tl.float64)  # MXNet: (hi * k + (n - k) * lo) / n in double
+        edge = (HI * k + (NBINS - k) * LO) / NBINS
+        tl.store(e_ptr + start + i, edge.to(e_ptr.dtype.element_ty), mask=start + i <= NBINS)
+
+
+@kernel
+def _histogram_kernel(x_ptr, e_ptr, c_ptr, N, NBINS, UNIFORM: tl.constexpr, ACC: tl.constexpr,
+                      BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    live = offs < N
+    x = tl.load(x_ptr + offs, mask=live, other=0).to(ACC)
+    lo = tl.load(e_ptr).to(ACC)
+    hi = tl.load(e_ptr + NBINS).to(ACC)
+    if UNIFORM:  # a guess from the spacing, corrected by the stored edges (numpy's rule)
+        guess = tl.minimum(((x - lo) * NBINS / (hi - lo)).to(tl.int32), NBINS - 1)
+        guess = tl.minimum(tl.maximum(guess, 0), NBINS - 1)
+        guess -= (x < tl.load(e_ptr + guess).to(ACC)).to(tl.int32)
+        guess = tl.maximum(guess, 0)
+        up = (x >= tl.load(e_ptr + guess + 1).to(ACC)) & (guess != NBINS - 1)
+        idx = guess + up.to(tl.int32)
+    else:  # the number of inner edges at or below x
+        idx = tl.full((BLOCK,), 0, tl.int32)
+        for j in range(1, NBINS):
+            idx += (x >= tl.load(e_ptr + j).to(ACC)).to(tl.int32)
+    inside = live & (x >= lo) & (x <= hi)
+    tl.atomic_add(c_ptr + idx, tl.full((BLOCK,), 1, tl.int64), mask=inside)
+
+
+def histogram(x: torch.Tensor, bins: int | torch.Tensor, lo: float = 0.0, hi: float = 1.0,
+              out: tuple | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Check, allocate, launch: int64 counts of ``x`` in ``bins`` equal bins over
+    ``[lo, hi]``, or between the given sorted edges (a tensor), and the edges (x's dtype).
+    Bin ``i`` holds ``e[i] <= x < e[i + 1]``, the last bin also ``x == e[-1]``; values
+    outside are not counted. Bytes: x read once, the edges written (and read per element)."""
+    uniform = not isinstance(bins, torch.Tensor)
+    nbins = int(bins) if uniform else bins.numel() - 1
+    if nbins < 1 or not x.dtype.is_floating_point:
+        raise ValueError(f"histogram needs float data and at least one bin, got {x.dtype} "
+                         f"and {nbins} bins")
+    counts, edges = out if out is not None else (None, None)
+    counts = check_out(counts, (nbins,), torch.int64, x.device, "counts")
+    edges = check_out(edges, (nbins + 1,), x.dtype, x.device, "edges")
+    counts.zero_()
+    if uniform:
+        _uniform_edges_kernel[(1,)](edges, nbins, float(lo), float(hi), BLOCK=32)
+    else:
+        edges.copy_(bins.reshape(-1))
+    x = x.contiguous().reshape(-1)
+    block = 128 if x.device.type == "cuda" else 32
+    if x.numel():
+        _histogram_kernel[(-(-x.numel() // block),)](x, edges, counts, x.numel(), nbins,
+                                                     UNIFORM=uniform, ACC=acc_type(x.dtype),
+                                                     BLOCK=block)
+    return counts, edges
+
+
+def histogram_ref(x, bins, lo=0.0, hi=1.0):
+    """Reference: numpy's rule with torch (edges as MXNet computes them)."""
+    if isinstance(bins, torch.Tensor):
+        edges = bins.reshape(-1).to(x.dtype)
+    else:
+        k = torch.arange(bins + 1, dtype=torch.float64)
+        edges = ((hi * k + (bins - k) * lo) / bins).to(x.dtype).to(x.device)
+    n = edges.numel() - 1
+    flat = x.reshape(-1)
+    idx = torch.searchsorted(edges, flat, right=True) - 1
+    idx = torch.where(flat == edges[-1], n - 1, idx)
+    inside = (flat >= edges[0]) & (flat <= edges[-1])
+    return torch.bincount(idx[inside], minlength=n).to(torch.int64), edges
+
+
+def _make_histogram(uniform: bool):
+    def make(dtype, device, shape):
+        gen = torch.Generator().manual_seed(0)
+        x = (torch.randn(shape, generator=gen) * 2).to(device=device, dtype=dtype)
+        if uniform:
+            return (x, 7), {"lo": -2.5, "hi": 2.5}
+        edges = torch.tensor([-3.0, -1.0, 0.5, 0.75, 2.0, 50.0], dtype=dtype, device=device)
+        return (x, edges), {}
+    return make
+
+
 # ---------------------------------------------------------------- table entries
 
 def _make(axes, op=None, **kw):
@@ -244,4 +385,13 @@ KERNELS = [
     _spec("argmin_axis0_keepdims", arg_reduce, arg_reduce_ref,
           _make(None, axis=0, largest=False, keepdims=True), ((37, 3), (7, 13, 3)),
           dtypes=(torch.float32,)),
+    _spec("cumsum_last", cumsum, cumsum_ref, _make(None, axis=-1), ((3, 37), (5, 129))),
+    KernelSpec(name="histogram_uniform", fn=histogram, ref=histogram_ref,
+               make=_make_histogram(True), shapes=((37,), (5, 129)), bench_shapes=((1 << 24,),),
+               family="reduce", **_io),
+    KernelSpec(name="histogram_edges", fn=histogram, ref=histogram_ref,
+               make=_make_histogram(False), shapes=((37,), (3, 41)), bench_shapes=((1 << 24,),),
+               family="reduce", **_io),
+    _spec("cumsum_reverse_middle", cumsum, cumsum_ref, _make(None, axis=1, reverse=True),
+          ((7, 45, 3),), dtypes=(torch.float32,)),
 ]

@@ -17,7 +17,8 @@ import torch
 # modules under kernels/ that define KERNELS
 FAMILIES = ("elementwise", "gemm", "reduce", "softmax",
             "copy", "pool", "index", "dropout", "sequence", "optimizer", "norm", "rnn",
-            "random", "random_pdf")
+            "random", "random_pdf", "sort", "sampling", "detection", "ctc",
+            "linalg", "image", "roi", "multibox")
 
 # make(dtype, device, shape) -> (args, kwargs) for the wrapper and the reference alike
 Maker = Callable[[torch.dtype, torch.device, tuple], tuple[tuple, dict]]

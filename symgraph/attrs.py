@@ -159,6 +159,19 @@ def _parse_float(s: str) -> float:
     return float(_bounded(s))
 
 
+def _parse_floats(s: str) -> tuple[float, ...]:
+    """MXNet's ``tuple of <float>``: ``"(0.1, 0.2)"``, ``"[0.1,0.2]"`` or ``"0.1"``.
+
+    >>> _parse_floats('(0.5, 1)'), _parse_floats('2')
+    ((0.5, 1.0), (2.0,))
+    """
+    s = _bounded(s)
+    match = _TUPLE.fullmatch(s)
+    inner = s if match is None else (match.group(1) if match.group(1) is not None
+                                      else match.group(2))
+    return tuple(float(x) for x in inner.split(",") if x.strip())
+
+
 def _parse_int(s: str) -> int:
     """An integer; an integral float spelling (``"3.0"``, ``"1e3"``) is taken too."""
     s = _bounded(s)
@@ -173,6 +186,8 @@ def _parse_int(s: str) -> int:
 _PARSERS = {
     "int": _parse_int,
     "float": _parse_float,
+    "floats": _parse_floats,
+    "floats_or_none": _parse_optional(_parse_floats),
     "bool": _parse_bool,
     "str": str,
     "shape": _parse_tuple,

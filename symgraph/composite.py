@@ -21,6 +21,7 @@ run on partially known inputs during inference): they use ``Reshape``'s special 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -74,6 +75,22 @@ def _decomposed(node: Node) -> tuple[list[Entry], list[Node]]:
     return outs, b.created
 
 
+@dataclass(frozen=True)
+class Expansion:
+    """What the nodes of one composite node's expansion stand for: the composite node (over
+    the expanded graph's entries) and the entries giving its outputs, in order."""
+
+    node: Node
+    outputs: list
+
+    def output_index(self, entry) -> int | None:
+        """Which of the composite's outputs ``entry`` (node, index) is (None: none). Nodes
+        are matched by name: graph passes after the expansion copy them."""
+        node, k = entry
+        return next((j for j, (n, i) in enumerate(self.outputs)
+                     if n.name == node.name and i == k), None)
+
+
 def expand(heads: list[Entry]) -> list[Entry]:
     """The heads of the graph with every composite node replaced by its decomposition
     (``heads`` itself when there is none); the user's graph is not changed."""
@@ -88,15 +105,16 @@ def expand(heads: list[Entry]) -> list[Entry]:
         inputs = [mapped[id(src)][k] for src, k in node.inputs]
         if node.op.decompose is None:
             same = all(a[0] is b[0] and a[1] == b[1] for a, b in zip(inputs, node.inputs))
-            new = node if same else Node(node.op, node.name, node.attrs, inputs,
-                                         params=node._params)
+            new = node if same else node.with_inputs(inputs)
             mapped[id(node)] = [(new, k) for k in range(node.num_outputs)]
             continue
         stand_in = Node(node.op, node.name, node.attrs, inputs, params=node._params)
         outs, created = _decomposed(stand_in)
         visible = {id(n) for n, _ in outs}
+        expansion = Expansion(stand_in, outs)
         for made in created:
             made.inner = id(made) not in visible
+            made.composite = expansion
         first = outs[0][0]
         if first in created and first.num_outputs == 1:
             first.name = node.name  # monitors and debug output show the composite's name

@@ -2,9 +2,9 @@
 
 Two nodes applying the same operator with the same attributes to the same input entries
 compute the same values, so the later one is replaced by the earlier. Operators that draw
-random numbers or update aux states are never merged (each call differs). When two heads
-become one entry, the later head keeps a node of its own so every output stays a separate
-array (MXNet inserts a copy there; the node count is the same). The symbol itself never
+random numbers or update aux states or inputs in place are never merged (each call differs).
+When two heads become one entry, the later head keeps a node of its own so every output stays
+a separate array (MXNet inserts a copy there; the node count is the same). The symbol itself never
 changes; the plan runs the new heads.
 
 >>> import symgraph as mx
@@ -20,7 +20,8 @@ from .graph import Entry, Node, dfs_post_order
 
 def _mergeable(node: Node) -> bool:
     op = node.op
-    return op is not None and not op.mutates_aux and not op.draws_random(node.params)
+    return op is not None and not op.mutates_aux and not op.mutated_inputs(node.params) \
+        and not op.draws_random(node.params)
 
 
 def eliminate(heads: list[Entry]) -> list[Entry]:
@@ -33,7 +34,7 @@ def eliminate(heads: list[Entry]) -> list[Entry]:
         inputs = [(mapped[id(src)], k) for src, k in node.inputs]
         new = node
         if any(a[0] is not b[0] for a, b in zip(inputs, node.inputs)):
-            new = Node(node.op, node.name, node.attrs, inputs, params=node._params)
+            new = node.with_inputs(inputs)
         if _mergeable(node):
             # parsed params are shared by nodes of one op with equal attributes
             # (graph.op_params), so their identity stands for (op, attributes)

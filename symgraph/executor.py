@@ -30,6 +30,7 @@ from .base import (  # noqa: F401 - the C-API helpers are names MXNet's module e
 from .context import Context, current_context
 from .graph import IndexedGraph
 from .infer import DTYPE, SHAPE
+from .monitored_run import MonitoredRun
 from .ndarray.ndarray import NDArray
 from .ops.base import Runtime, known
 from .plan import Plan, bind_outputs, build_plan, gc_paused, sweep_infer
@@ -43,34 +44,6 @@ def _run(steps, v: list, rt: Runtime) -> None:
         r = fn(p, [v[i] for i in ins], [v[i] for i in aux], rt)
         for o, t in zip(outs, r):
             v[o] = t
-        for f in frees:
-            v[f] = None
-
-
-class MonitorName(str):
-    """A name as monitor callbacks get it: a ``str`` that also answers ``decode()``, since
-    MXNet hands them C strings (``bytes``) that callbacks read with ``py_str(name)``."""
-
-    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-        """The name itself (``bytes.decode``'s signature)."""
-        return str(self)
-
-
-def _run_monitored(steps, v: list, rt: Runtime, callback, monitor_all: bool) -> None:
-    for step in steps:
-        fn, p, ins, aux, outs, frees, node = step
-        if getattr(node, "inner", False):  # inside a composite op: not an op MXNet shows
-            _run([step], v, rt)
-            continue
-        if monitor_all:
-            names = (node.op.input_names(p) + node.op.aux_names(p) if node.op is not None
-                     else [f"in{i}" for i in range(len(ins))])
-            for name, slot in zip(names, ins + aux):
-                callback(MonitorName(f"{node.name}_{name}"), NDArray(v[slot]))
-        _run([step[:5] + ((), node)], v, rt)
-        for k, slot in enumerate(outs):
-            if v[slot] is not None:  # an output nobody reads may not have been computed
-                callback(MonitorName(node.output_name(k)), NDArray(v[slot]))
         for f in frees:
             v[f] = None
 
@@ -281,7 +254,8 @@ class Executor:
         """Run a step list: eagerly, monitored, or as a replayed CUDA graph on GPU."""
         if self._monitor is not None:
             with torch.no_grad():
-                _run_monitored(steps, self._values, self._rt, *self._monitor)
+                MonitoredRun(self._plan, *self._monitor).run(
+                    steps, self._values, self._rt, forward=key[0] == "forward")
         else:
             call = self._graphs.get(key)
             if call is None:

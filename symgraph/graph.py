@@ -49,7 +49,7 @@ class Node:
     """A variable or an operator application in a symbol graph."""
 
     __slots__ = ("op", "name", "attrs", "inputs", "_params", "_nout", "_nreg",
-                 "versions", "inner", "__weakref__")
+                 "versions", "inner", "composite", "__weakref__")
 
     def __init__(self, op: OpDef | None, name: str, attrs: dict[str, str] | None = None,
                  inputs: list[Entry] | None = None, params: Params | None = None):
@@ -65,6 +65,16 @@ class Node:
         # made inside a composite op's expansion and giving none of its outputs: monitors
         # report the composite's outputs only, as MXNet reports the op's
         self.inner = False
+        # the composite.Expansion this node was made in: monitors report the composite's
+        # inputs and outputs, as MXNet reports the op's
+        self.composite = None
+
+    def with_inputs(self, inputs: list[Entry]) -> Node:
+        """The same operator application reading ``inputs`` (a graph pass's copy: what the
+        node stands for, ``inner``/``composite``, goes with it)."""
+        new = Node(self.op, self.name, self.attrs, inputs, params=self._params)
+        new.inner, new.composite = self.inner, self.composite
+        return new
 
     @property
     def is_variable(self) -> bool:

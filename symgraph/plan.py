@@ -64,6 +64,8 @@ class Plan:
     backward: list[Step]
     memory: MemoryPlan
     impl: dict[str, str]  # node name -> implementation label
+    # view outputs (no launch) -> the slot holding their value (monitors report the views)
+    alias: dict[int, int] = field(default_factory=dict)
 
 
 def _combined(heads, wrt_ids: list[int], fwd: IndexedGraph):
@@ -383,7 +385,7 @@ def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
         forward_infer=_steps(f_units, keep_fwd, _last_uses(f_units), impl),
         backward=_steps(b_units, keep_bwd, shift, impl),
         memory=plan_memory(f_units + b_units, shapes, dtypes, keep_fwd),
-        impl=impl)
+        impl=impl, alias=layout.alias)
 
 
 def _nbytes(shape: tuple, dtype: str) -> int:

@@ -60,8 +60,10 @@ class Context:
     def node(self, op_name: str, like: Node, inputs: list[Entry]) -> Node:
         """A node of ``op_name`` with ``like``'s name and attributes, reading the rewritten
         counterparts of ``inputs`` (entries of the original graph)."""
-        return Node(get_op(op_name), like.name, like.attrs,
-                    [(self.mapped[id(src)], k) for src, k in inputs])
+        new = Node(get_op(op_name), like.name, like.attrs,
+                   [(self.mapped[id(src)], k) for src, k in inputs])
+        new.inner, new.composite = like.inner, like.composite  # it stands for ``like``
+        return new
 
     def node_from(self, op_name: str, name: str, attrs: dict, inputs: list[Entry]) -> Node:
         """A node of ``op_name`` reading ``inputs``, entries of the rewritten graph (a rule
@@ -94,7 +96,7 @@ def apply(heads: list[Entry], shapes_in: dict, dtypes_in: dict, fwd=None) -> lis
         if new is None:
             inputs = [(ctx.mapped[id(src)], k) for src, k in node.inputs]
             if any(a[0] is not b[0] for a, b in zip(inputs, node.inputs)):
-                new = Node(node.op, node.name, node.attrs, inputs, params=node._params)
+                new = node.with_inputs(inputs)
             else:
                 new = node
         changed = changed or new is not node

@@ -149,6 +149,8 @@ def test_triton_backend_launches_no_reference(name, index):
         assert not labels, f"{name} launches torch references: {labels}"
         outs = [o.asnumpy() for o in exe.forward(is_train=True)]
         exe.backward([mx.nd.ones(o.shape) for o in outs])
+    if any(n.op is not None and n.op.draws_random(n.params) for n in exe._plan.graph.nodes):
+        return  # Philox draws differ from torch's: the op's own tests check its values
     with config.override(backend="torch"):
         _, ref = bind(op, case, values, grad=True)
         want = [o.asnumpy() for o in ref.forward(is_train=True)]

@@ -130,6 +130,11 @@ class OpDef:
     # draws from the generator (forward is not a pure function): bool, or p -> bool
     random: Any = False
     mutates_aux: bool = False  # training forward updates aux states in place
+    # indices of regular inputs the forward writes in place (MXNet's FMutateInputs: an
+    # optimizer's momentum and variance), a tuple or p -> tuple; the plan never aliases them
+    mutates: Any = ()
+    # False: MXNet registers no gradient (an optimizer update); backward through it is an error
+    differentiable: bool = True
     # Triton expression of an elementwise op: a str.format template over the inputs ({0}, {1},
     # ...) and params ({scalar}), e.g. "tl.maximum({0}, 0.0)"; or p -> template. The plan
     # lowers such ops (alone or fused into chains) to generated kernels.
@@ -189,6 +194,10 @@ class OpDef:
 
     def output_names(self, p: Params) -> list[str]:
         return _names(self.outputs, p)
+
+    def mutated_inputs(self, p: Params) -> tuple[int, ...]:
+        """Indices of the inputs a node with these params writes in place."""
+        return tuple(self.mutates(p) if callable(self.mutates) else self.mutates)
 
     def draws_random(self, p: Params) -> bool:
         """Whether a node with these params draws random numbers."""

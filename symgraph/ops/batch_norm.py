@@ -201,3 +201,74 @@ register(OpDef(
     With ``output_mean_var`` the outputs are (out, mean, inverse std); gamma, beta and
     the moving statistics have shape ``(data.shape[axis],)``.
     """))
+
+
+# ------------------------------------------------ BatchNorm_v1, SyncBatchNorm, BatchNormWithReLU
+# Composites over BatchNorm. The first two are MXNet's older forms: channel axis 1 and a hidden
+# ``var`` output holding the variance itself (recovered as 1 / invstd^2 - eps); SyncBatchNorm in
+# one process is BatchNorm (``ndev``/``key`` accepted). BatchNormWithReLU applies relu to the
+# output (MXNet's fused oneDNN op).
+
+def _bn_node(b, p, ins, axis: int):
+    keys = ("eps", "momentum", "fix_gamma", "use_global_stats")
+    return b.multi("BatchNorm", *ins, axis=axis, name="bn", **{k: p[k] for k in keys})
+
+
+def _decompose_v1(b, p, ins):
+    out, mean, invstd = _bn_node(b, p, ins, axis=1)
+    inv_var = b.op("square", invstd, name="invstd_sq")
+    var = b.op("_minus_scalar", b.op("reciprocal", inv_var, name="var_eps"), scalar=p.eps,
+               name="var")
+    return [out, mean, var]
+
+
+def _decompose_relu(b, p, ins):
+    out, mean, invstd = _bn_node(b, p, ins, axis=p.axis)
+    return [b.op("relu", out, name="relu"), mean, invstd]
+
+
+def _v1_shape(p, shapes):
+    data = shapes[0]
+    if data and len(data) < 2:
+        raise ShapeError(f"BatchNorm: data must have a channel axis 1, got shape {data}")
+    if not data:
+        return None
+    c = (data[1],)
+    return [data, c, c, c, c], [data, c, c]
+
+
+_V1_PARAMS = _PARAMS[:5]
+_SYNC_PARAMS = _V1_PARAMS + (
+    Param("ndev", "int", 1, doc="Number of devices synchronised (one process: no effect)."),
+    Param("key", "str", doc="Hash key of the layer for synchronisation (no effect)."))
+_COMMON = dict(inputs=("data", "gamma", "beta"), aux=("moving_mean", "moving_var"),
+               outputs=("output", "mean", "var"),
+               num_visible=lambda p: 3 if p.output_mean_var else 1, infer_type=_type,
+               var_attrs={"moving_mean": {"__init__": '["zero", {}]'},
+                          "moving_var": {"__init__": '["one", {}]'}})
+_V1_CASES = (Case(((4, 3, 2, 2),) + _C, {"fix_gamma": False}),
+             Case(((5, 3),) + _C, {"fix_gamma": False, "use_global_stats": True},
+                  low=0.1, high=1.0),
+             Case(((4, 3, 2),) + _C, {"output_mean_var": True}, grad=False))
+
+register(OpDef(
+    name="BatchNorm_v1", params=_V1_PARAMS, decompose=_decompose_v1, infer_shape=_v1_shape,
+    cases=_V1_CASES, **_COMMON,
+    doc="MXNet's first BatchNorm: channel axis 1; the hidden outputs are the mean and the "
+        "variance (not the inverse standard deviation)."))
+
+register(OpDef(
+    name="_contrib_SyncBatchNorm", params=_SYNC_PARAMS, decompose=_decompose_v1,
+    infer_shape=_v1_shape,
+    cases=tuple(Case(c.shapes, {**c.attrs, "key": "bn0"}, grad=c.grad, low=c.low, high=c.high)
+                for c in _V1_CASES), **_COMMON,
+    doc="Synchronized BatchNorm; in one process the statistics are those of the local batch "
+        "(BatchNorm_v1's semantics). ``ndev`` and ``key`` are accepted."))
+
+register(OpDef(
+    name="_contrib_BatchNormWithReLU", params=_PARAMS, decompose=_decompose_relu,
+    infer_shape=_shape,
+    cases=(Case(((4, 3, 2),) + _C, {"fix_gamma": False}),
+           Case(((3, 2, 2, 3),) + _C, {"axis": -1, "output_mean_var": True}, grad=False)),
+    **_COMMON,
+    doc="BatchNorm followed by relu on its output (hidden outputs as BatchNorm's)."))

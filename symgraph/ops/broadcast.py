@@ -69,6 +69,9 @@ _BROADCAST = [
     ("broadcast_mod", mxnet_mod,
      lambda g, a, b, y, dy: (_mul(g, dy, g.op("_mod_grad", a, b)),
                              _mul(g, dy, g.op("_mod_rgrad", a, b))), ()),
+    ("broadcast_hypot", torch.hypot,
+     lambda g, a, b, y, dy: (_mul(g, dy, g.op("broadcast_div", a, y)),
+                             _mul(g, dy, g.op("broadcast_div", b, y))), ()),
     ("broadcast_equal", _bcmp(torch.eq), _zero2, ()),
     ("broadcast_not_equal", _bcmp(torch.ne), _zero2, ()),
     ("broadcast_greater", _bcmp(torch.gt), _zero2, ()),
@@ -89,7 +92,8 @@ def _broadcast_expr(name: str) -> str | None:
     same = {"broadcast_add": "elemwise_add", "broadcast_sub": "elemwise_sub",
             "broadcast_mul": "elemwise_mul", "broadcast_div": "elemwise_div",
             "broadcast_power": "_power", "broadcast_maximum": "_maximum",
-            "broadcast_minimum": "_minimum", "broadcast_mod": "_mod"}.get(name)
+            "broadcast_minimum": "_minimum", "broadcast_mod": "_mod",
+            "broadcast_hypot": "_hypot"}.get(name)
     if same is None and name.startswith("broadcast_logical_"):
         op = {"and": "&", "or": "|", "xor": "^"}[name.rsplit("_", 1)[1]]
         return f"tl.where(({{0}} != 0.0) {op} ({{1}} != 0.0), 1.0, 0.0)"

@@ -266,6 +266,7 @@ register(OpDef(
 
 register(OpDef(
     name="Convolution", params=PARAMS, inputs=_inputs, infer_shape=_shape,
+    aliases=("Convolution_v1",),  # MXNet's old form: a subset of these params, same math
     infer_inputs_from_outputs=_data_from_output,
     check=lambda p: check_params(p, "Convolution"),
     forward=_forward, gradient=_gradient, kernel=triton_convolution, prepare=_prepare,

@@ -111,11 +111,63 @@ def _digamma(v: str) -> str:
     return f"({series} - ({shift}))"
 
 
+def _horner(coefs: tuple[float, ...], t: str) -> str:
+    """``c0 * t**(n-1) + ... + c(n-1)`` as a Horner chain."""
+    out = repr(coefs[0])
+    for c in coefs[1:]:
+        out = f"({out} * {t} + {c!r})"
+    return out
+
+
+def _erfinv(v: str) -> str:
+    """erfinv by Giles' single-precision rational approximation (about 4e-7 relative)."""
+    w = f"(-tl.log((1.0 - {v}) * (1.0 + {v})))"
+    small = _horner((2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                     0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941),
+                    f"({w} - 2.5)")
+    large = _horner((-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                     0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682),
+                    f"(tl.sqrt({w}) - 3.0)")
+    return f"(tl.where({w} < 5.0, {small}, {large}) * {v})"
+
+
+def _reflect(v: str, positive: str, negative: str) -> str:
+    """``positive`` for x > 0, else ``negative`` (Euler's reflection, 1 - x > 0)."""
+    return f"tl.where({v} > 0.0, {positive}, {negative})"
+
+
+_PI = "3.141592653589793"
 TRITON["arctan"] = _atan("{0}")
 TRITON["arcsin"] = _atan("({0} / tl.sqrt(1.0 - {0} * {0}))")
 TRITON["arccos"] = f"(1.5707963267948966 - {_atan('({0} / tl.sqrt(1.0 - {0} * {0}))')})"
 TRITON["gammaln"] = _lgamma("{0}")
-TRITON["_digamma"] = _digamma("{0}")
+# psi(x) = psi(1 - x) - pi / tan(pi x);  Gamma(x) = pi / (sin(pi x) Gamma(1 - x))
+TRITON["_digamma"] = _reflect("{0}", _digamma("{0}"), f"({_digamma('(1.0 - {0})')} - {_PI} * "
+                              f"tl.cos({_PI} * {{0}}) / tl.sin({_PI} * {{0}}))")
+TRITON["gamma"] = _reflect("{0}", f"tl.exp({_lgamma('{0}')})",
+                           f"({_PI} / (tl.sin({_PI} * {{0}}) * tl.exp({_lgamma('(1.0 - {0})')})))")
+TRITON["erfinv"] = _erfinv("{0}")
+TRITON["rcbrt"] = "(tl.where({0} >= 0.0, 1.0, -1.0) * tl.exp(tl.log(tl.abs({0})) / -3.0))"
+TRITON["_hypot"] = "tl.sqrt({0} * {0} + {1} * {1})"
+TRITON["_grad_add"] = TRITON["elemwise_add"]
+TRITON["_hypot_scalar"] = "tl.sqrt({0} * {0} + {scalar} * {scalar})"
+for _op, _sym in (("and", "&"), ("or", "|"), ("xor", "^")):
+    TRITON[f"_logical_{_op}"] = f"tl.where(({{0}} != 0.0) {_sym} ({{1}} != 0.0), 1.0, 0.0)"
+
+
+def _logical_scalar_expr(op: str):
+    """``x op s`` with the scalar's truth decided when the template is made."""
+    def expr(p) -> str:
+        nonzero, zero = "tl.where({0} != 0.0, 1.0, 0.0)", "tl.where({0} != 0.0, 0.0, 1.0)"
+        table = {("and", True): nonzero, ("and", False): "tl.where({0} != 0.0, 0.0, 0.0)",
+                 ("or", True): "tl.where({0} != 0.0, 1.0, 1.0)", ("or", False): nonzero,
+                 ("xor", True): zero, ("xor", False): nonzero}
+        return table[op, p.scalar != 0]
+    return expr
+
+
+for _op in ("and", "or", "xor"):
+    TRITON[f"_logical_{_op}_scalar"] = _logical_scalar_expr(_op)
 TRITON["_rpower_scalar"] = lambda p: f"tl.exp({{0}} * {math.log(p.scalar)!r})"
 
 _UNARY_CASES = (Case(((3, 5),)), Case(((2, 3, 4),)))
@@ -254,6 +306,23 @@ unary("radians", torch.deg2rad, lambda g, x, y, dy: _scalar(g, "_mul_scalar", dy
 unary("gammaln", torch.lgamma, lambda g, x, y, dy: _mul(g, dy, g.op("_digamma", x)),
       "lgamma(x)", low=0.5, high=3.0)
 unary("_digamma", torch.digamma, None, "digamma(x)", low=0.5, high=3.0, hidden=True)
+
+
+def _gamma(x: torch.Tensor) -> torch.Tensor:
+    """Gamma(x) = +-exp(lgamma(x)): negative for x in (-1, 0), (-3, -2), ..."""
+    odd = torch.remainder(torch.ceil(-x), 2.0) == 1
+    return torch.where((x < 0) & odd, -1.0, 1.0).to(x.dtype) * torch.exp(torch.lgamma(x))
+
+
+unary("gamma", _gamma, lambda g, x, y, dy: _mul(g, dy, _mul(g, y, g.op("_digamma", x))),
+      "Gamma(x)", low=0.5, high=3.0)
+unary("rcbrt", lambda x: torch.reciprocal(torch.sign(x) * torch.abs(x).pow(1.0 / 3.0)),
+      lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_mul_scalar", _scalar(
+          g, "_power_scalar", y, 4.0), -1.0 / 3.0)), "1 / cbrt(x)", low=0.5, high=2.0)
+unary("erfinv", torch.erfinv,
+      lambda g, x, y, dy: _mul(g, dy, _scalar(g, "_mul_scalar", g.op("exp", g.op("square", y)),
+                                              0.5 * math.sqrt(math.pi))),
+      "erfinv(x)", low=-0.9, high=0.9)
 unary("logical_not", lambda x: torch.logical_not(x).to(x.dtype), _zero_grad, "!x")
 unary("zeros_like", torch.zeros_like, _zero_grad, "0")
 unary("ones_like", torch.ones_like, _zero_grad, "1")
@@ -316,6 +385,24 @@ def _cmp(fn):
 def _no_grad2(g, a, b, y, dy):
     return g.zeros(a), g.zeros(b)
 
+
+binary("_hypot", torch.hypot,
+       lambda g, a, b, y, dy: (_mul(g, dy, g.op("elemwise_div", a, y)),
+                               _mul(g, dy, g.op("elemwise_div", b, y))),
+       "sqrt(x * x + y * y)", aliases=("_Hypot",))
+binary("_grad_add", torch.add, lambda g, a, b, y, dy: (dy, dy), "x + y",
+       doc="``lhs + rhs``: the sum MXNet's autodiff writes when it adds gradients.")
+
+
+def _logical(fn):
+    return lambda a, b: fn(a != 0, b != 0).to(a.dtype)
+
+
+for _name, _fn, _alias in [("_logical_and", torch.logical_and, "_Logical_And"),
+                           ("_logical_or", torch.logical_or, "_Logical_Or"),
+                           ("_logical_xor", torch.logical_xor, "_Logical_Xor")]:
+    binary(_name, _logical(_fn), lambda g, a, b, y, dy: (g.zeros(a), g.zeros(b)),
+           f"{_name[1:]}(x, y) as 1/0", aliases=(_alias,))
 
 for _name, _fn, _alias in [("_equal", torch.eq, "_Equal"), ("_not_equal", torch.ne, "_Not_Equal"),
                            ("_greater", torch.gt, "_Greater"),
@@ -380,6 +467,17 @@ scalar("_rmod_scalar", lambda x, s: mxnet_mod(torch.full_like(x, s), x),
            "_rdiv_scalar", x, scalar=s)))), "s - floor(s / x) * x", ("_RModScalar",),
        low=0.6, high=1.0)
 
+scalar("_hypot_scalar", lambda x, s: torch.hypot(x, torch.full_like(x, s)),
+       lambda g, x, y, dy, s: _mul(g, dy, g.op("elemwise_div", x, y)), "sqrt(x * x + s * s)",
+       ("_HypotScalar",))
+
+for _name, _fn, _alias in [("_logical_and_scalar", torch.logical_and, "_LogicalAndScalar"),
+                           ("_logical_or_scalar", torch.logical_or, "_LogicalOrScalar"),
+                           ("_logical_xor_scalar", torch.logical_xor, "_LogicalXorScalar")]:
+    scalar(_name, lambda x, s, fn=_fn: fn(x != 0, torch.tensor(s != 0)),
+           lambda g, x, y, dy, s: g.zeros(x), f"{_name[1:-7]}(x, s) as 1/0", (_alias,),
+           case_scalar=0.0 if "or" in _name else 1.5)
+
 for _name, _fn, _alias in [
         ("_equal_scalar", torch.eq, "_EqualScalar"),
         ("_not_equal_scalar", torch.ne, "_NotEqualScalar"),
@@ -418,3 +516,27 @@ _activation_backward(
     "_backward_tanh", torch.ops.aten.tanh_backward.default, "dy * (1 - y * y)",
     lambda g, dy, y, dz: (g.op("_backward_tanh", dz, y),
                           _scalar(g, "_mul_scalar", _mul(g, _mul(g, dz, dy), y), -2.0)))
+
+
+# ------------------------------------------------------------------ hard_sigmoid
+
+def _hard_sigmoid_grad(g, p, ins, outs, og):
+    """alpha * dy where 0 < y < 1 (strictly, as MXNet: no gradient at the kinks)."""
+    y = outs[0]
+    inside = _mul(g, _scalar(g, "_greater_scalar", y, 0.0), _scalar(g, "_lesser_scalar", y, 1.0))
+    return [_scalar(g, "_mul_scalar", _mul(g, og[0], inside), p.alpha)]
+
+
+def _hard_sigmoid(p, ins, aux, rt):
+    x = ins[0]
+    return (torch.clamp(x * p.alpha + p.beta, 0.0, 1.0).to(x.dtype),)
+
+
+register(OpDef(
+    name="hard_sigmoid", forward=_hard_sigmoid, infer_shape=unary_shape, inplace=((0, 0),),
+    params=(Param("alpha", "float", 0.2, doc="Slope."), Param("beta", "float", 0.5,
+                                                            doc="Offset.")),
+    expr="tl.minimum(tl.maximum({alpha} * {0} + {beta}, 0.0), 1.0)",
+    gradient=_hard_sigmoid_grad,
+    cases=(Case(((3, 5),), low=-4.0, high=4.0), Case(((2, 3, 4),), {"alpha": 0.7, "beta": 0.1})),
+    doc="``clip(alpha * x + beta, 0, 1)``; the gradient is ``alpha`` strictly inside."))

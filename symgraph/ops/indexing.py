@@ -273,7 +273,8 @@ _PICK_PARAMS = (Param("axis", "int_or_none", -1, doc="The axis to pick along."),
                       doc="Out-of-range indices: clip to the ends or wrap around."))
 
 register(OpDef(
-    name="pick", inputs=("data", "index"), params=_PICK_PARAMS, infer_shape=_pick_shape,
+    name="pick", aliases=("choose_element_0index",), inputs=("data", "index"),
+    params=_PICK_PARAMS, infer_shape=_pick_shape,
     infer_type=value_type((0,)), forward=_pick_forward, kernel=triton_pick,
     prepare=_pick_prepare,
     gradient=lambda g, p, ins, outs, og: [g.op(
@@ -513,13 +514,6 @@ def triton_gather_nd(p, ins, aux, rt):
     return (gather_nd(ins[0], ins[1]),)
 
 
-def triton_backward_gather_nd(p, ins, aux, rt):
-    """The gather_nd gradient: Triton zero fill, then an atomic scatter-add."""
-    from kernels.index import gather_nd_backward
-    g, data, indices = ins
-    return (gather_nd_backward(g, indices, tuple(data.shape)),)
-
-
 register(OpDef(
     name="gather_nd", inputs=("data", "indices"), infer_shape=_gather_nd_shape,
     infer_type=value_type((0,)), kernel=triton_gather_nd,
@@ -535,16 +529,55 @@ register(OpDef(
     ``[-size, size)`` raises ``IndexError``."""))
 
 
+def _mxnet_form(p) -> bool:
+    """``_backward_gather_nd(data, indices, shape=...)``, as MXNet's scripts call it, rather
+    than the gradient rule's ``(ograd, data, indices)``."""
+    return bool(p.shape)
+
+
 def _backward_gather_nd(p, ins, aux, rt):
+    g, indices = (ins[0], ins[1]) if _mxnet_form(p) else (ins[0], ins[2])
+    shape = tuple(p.shape) if _mxnet_form(p) else tuple(ins[1].shape)
+    out = torch.zeros(shape, dtype=g.dtype, device=g.device)
+    at = tuple(torch.remainder(as_index(indices)[i], shape[i]) for i in range(indices.shape[0]))
+    return (out.index_put_(at, g, accumulate=True),)
+
+
+def triton_backward_gather_nd(p, ins, aux, rt):
+    """The gather_nd gradient: Triton zero fill, then an atomic scatter-add."""
+    from kernels.index import gather_nd_backward
+    if _mxnet_form(p):
+        return (gather_nd_backward(ins[0], ins[1], tuple(p.shape)),)
     g, data, indices = ins
-    out = torch.zeros_like(data, dtype=g.dtype)
-    return (out.index_put_(_nd_index(data, indices), g, accumulate=True),)
+    return (gather_nd_backward(g, indices, tuple(data.shape)),)
+
+
+def _backward_gather_nd_shape(p, shapes):
+    if not _mxnet_form(p):
+        return grad_rule(_gather_nd_shape)(p, shapes)
+    g, indices = shapes
+    if not indices:
+        return None
+    want = tuple(indices[1:]) + tuple(p.shape[indices[0]:])
+    return [merge_shape(g, want, "input 'data'"), indices], [tuple(p.shape)]
+
+
+def _backward_gather_nd_grad(g, p, ins, outs, og):
+    if _mxnet_form(p):
+        return [g.op("gather_nd", og[0], ins[1]), None]
+    return [g.op("gather_nd", og[0], ins[2]), None, None]
 
 
 register(OpDef(
-    name="_backward_gather_nd", inputs=("ograd", "data", "indices"), hidden=True,
-    infer_shape=grad_rule(_gather_nd_shape), infer_type=value_type((0, 1)),
+    name="_backward_gather_nd",
+    inputs=lambda p: ["data", "indices"] if _mxnet_form(p) else ["ograd", "data", "indices"],
+    params=(Param("shape", "shape", (), doc="Output shape (MXNet's two-input form)."),),
+    infer_shape=_backward_gather_nd_shape,
+    infer_type=lambda p, t: value_type((0,) if _mxnet_form(p) else (0, 1))(p, t),
     forward=_backward_gather_nd, kernel=triton_backward_gather_nd,
-    gradient=lambda g, p, ins, outs, og: [g.op("gather_nd", og[0], ins[2]), None, None],
-    cases=(Case(((5, 2), (3, 4, 2), (2, 5)), ints={2: 3}, no_grad_inputs=(1,)),),
-    doc="Gradient of ``gather_nd``: the output gradient added into zeros at the indices."))
+    gradient=_backward_gather_nd_grad,
+    cases=(Case(((5, 2), (3, 4, 2), (2, 5)), ints={2: 3}, no_grad_inputs=(1,)),
+           Case(((5, 2), (2, 5)), {"shape": (3, 4, 2)}, ints={1: 3})),
+    doc="""Gradient of ``gather_nd``: ``data`` added into zeros at the indices (repeated
+    indices sum). Called as MXNet does, ``(data, indices)`` with the output ``shape``;
+    the gradient rule passes ``(ograd, data, indices)``, the forward input for its shape."""))

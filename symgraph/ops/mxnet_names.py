@@ -115,3 +115,37 @@ softmax softmax_cross_entropy softmin softsign sort space_to_depth split sqrt sq
 stack stop_gradient sum sum_axis swapaxes take tan tanh tile topk transpose trunc uniform
 unravel_index where zeros_like
 """.split())
+
+
+# Operators MXNet 1.9.1 registers without ``FListInputNames``: its executor monitor
+# (``monitor_all=True``) names their inputs ``<node>_input0, <node>_input1, ...`` instead of
+# the argument names (tests/fixtures/monitor/generate.py records them from MXNet)
+INDEXED_MONITOR_INPUTS: frozenset[str] = frozenset("""
+Activation BlockGrad Cast Flatten Reshape SoftmaxActivation _contrib_AdaptiveAvgPooling2D
+_contrib_arange_like _contrib_bipartite_matching _contrib_box_nms _contrib_div_sqrt_dim
+_contrib_gradientmultiplier _contrib_round_ste _contrib_sign_ste _copy _div_scalar _equal_scalar
+_greater_equal_scalar _greater_scalar _hypot_scalar _image_adjust_lighting _image_crop
+_image_flip_left_right _image_flip_top_bottom _image_resize _lesser_equal_scalar _lesser_scalar
+_logical_and_scalar _logical_or_scalar _logical_xor_scalar _maximum_scalar _minimum_scalar
+_minus_scalar _mod_scalar _mul_scalar _not_equal_scalar _plus_scalar _power_scalar _rdiv_scalar
+_rminus_scalar _rmod_scalar _rpower_scalar abs amp_cast arccos arccosh arcsin arcsinh arctan
+arctanh argmax argmax_channel argmin argsort broadcast_axis broadcast_to cbrt ceil clip cos cosh
+degrees erf erfinv exp expand_dims expm1 fix floor gamma gammaln hard_sigmoid log log10 log1p
+log2 logical_not make_loss max mean min nanprod nansum negative norm ones_like prod radians
+rcbrt reciprocal relu rint round rsqrt shape_array sigmoid sign sin sinh size_array slice
+slice_axis smooth_l1 softmin softsign sort sqrt square sum tan tanh topk transpose trunc
+zeros_like
+""".split())
+
+# operators whose monitor input names follow another pattern than their argument names
+MONITOR_INPUT_PATTERNS: dict[str, str] = {
+    "Crop": "arg{i}", "amp_multicast": "data_{i}", "multi_all_finite": "array_{i}"}
+
+
+def monitor_input_names(op_name: str, names: list[str]) -> list[str]:
+    """The names MXNet's monitor gives an operator's inputs (``names``: its argument and aux
+    names)."""
+    if op_name in INDEXED_MONITOR_INPUTS:
+        return [f"input{i}" for i in range(len(names))]
+    pattern = MONITOR_INPUT_PATTERNS.get(op_name)
+    return names if pattern is None else [pattern.format(i=i) for i in range(len(names))]

@@ -363,6 +363,7 @@ register(OpDef(
 _D = (2, 3, 7, 6)
 register(OpDef(
     name="Pooling", params=_PARAMS, inputs=("data",), check=_check_params, outputs=_outputs,
+    aliases=("Pooling_v1",),  # MXNet's old form: a subset of these params, same math
     num_visible=lambda p: 1,
     infer_shape=_shape, infer_type=_type, forward=_forward, gradient=_gradient,
     kernel=triton_pooling,

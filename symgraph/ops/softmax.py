@@ -292,3 +292,21 @@ register(OpDef(
     data flattened to 2-D, as MXNet does), ``channel`` mode over axis 1 at each position.
     The gradient is MXNet's: the softmax gradient over axis 1 in both modes.
     """))
+
+
+def _softmin(b, p, ins):
+    """softmin(x) = softmax(-x): the composite inherits softmax's kernels and gradient."""
+    attrs = {"axis": p.axis, "temperature": p.temperature, "dtype": p.dtype,
+             "use_length": p.use_length}
+    return [b.op("softmax", b.op("negative", ins[0], name="neg"), *ins[1:], **attrs)]
+
+
+register(OpDef(
+    name="softmin", params=_PARAMS, inputs=_inputs, decompose=_softmin, infer_shape=_shape,
+    cases=(Case(((3, 5),)),
+           Case(((2, 3, 4),), {"axis": 0, "temperature": 2.0}),
+           Case(((2, 3, 4),), {"axis": 1, "dtype": "float64"}),
+           Case(((2, 3, 4), (2, 3)), {"use_length": True}, ints={1: 5}, no_grad_inputs=(1,))),
+    doc="""Softmin along ``axis``: ``softmax(-x)``, with softmax's ``temperature``, ``dtype``
+    and ``use_length`` (a composite of ``negative`` and ``softmax``).
+    """))
