@@ -11,6 +11,7 @@ from . import (  # noqa: F401 - imported to register their ops
     broadcast,
     cast_clip,
     contrib_math,
+    control_flow,
     convolution,
     creation,
     crop,
@@ -27,6 +28,7 @@ from . import (  # noqa: F401 - imported to register their ops
     histogram,
     image,
     image_random,
+    index_array,
     indexing,
     instance_norm,
     interleaved_matmul,
@@ -67,6 +69,7 @@ from . import (  # noqa: F401 - imported to register their ops
     softmax_cross_entropy,
     softmax_output,
     sort,
+    sparse_dense,
     svm_output,
     upsampling,
 )
