@@ -137,8 +137,8 @@ class Node:
     (parameters: name -> (data, grad or None, grad_req)), or None (a ``Function``).
     """
 
-    __slots__ = ("inputs", "num_outputs", "run_backward", "finish", "freed", "where",
-                 "graph", "__weakref__")
+    __slots__ = ("inputs", "num_outputs", "run_backward", "finish", "freed", "freed_head",
+                 "where", "graph", "__weakref__")
 
     def __init__(self, inputs: Sequence, num_outputs: int,  # noqa: PLR0913
                  run_backward: Callable[[list], list], where: str,
@@ -148,6 +148,7 @@ class Node:
         self.run_backward = run_backward
         self.finish = finish
         self.freed = False
+        self.freed_head: frozenset = frozenset()  # outputs a freeing backward started at
         self.where = where
         self.graph = graph
 
@@ -242,6 +243,9 @@ def _order(heads) -> list[Node]:
             if i < len(node.inputs):
                 stack[-1] = (node, i + 1)
                 src = getattr(node.inputs[i], "_ag_node", None)  # inputs may be non-arrays
+                if src is not None and src[0].freed and src[1] not in src[0].freed_head:
+                    continue  # MXNet: an array of a graph an earlier backward freed is a
+                    # constant in a new recording (the head of that backward is not)
                 if src is not None and id(src[0]) not in seen:
                     seen.add(id(src[0]))
                     stack.append((src[0], 0))
@@ -303,11 +307,16 @@ def backward(heads, head_grads=None, retain_graph: bool = False,
                 _add_leaf(leaves, arr, grad)
     for var, grad in leaves.values():
         _write_leaf(var, grad)
+    head_outs: dict[int, set] = {}
+    for h in heads:
+        if h._ag_node is not None:
+            head_outs.setdefault(id(h._ag_node[0]), set()).add(h._ag_node[1])
     for node in order:
         if node.finish is not None:
             node.finish(id(node) in ran, retain_graph)
         if not retain_graph:  # its closures go now, not at the next garbage collection
             node.freed = True
+            node.freed_head = frozenset(head_outs.get(id(node), ()))
             node.run_backward = node.finish = None
 
 

@@ -149,3 +149,32 @@ def test_contexts_are_kept_apart():
     y.backward()
     np.testing.assert_allclose(x.grad.asnumpy(), [2.0, 4.0])
     assert x.grad.context == mx.cpu(1)
+
+
+def test_values_of_a_freed_graph_are_constants_in_a_new_recording():
+    """MXNet (test_ndarray.py::test_cached): an array computed in a graph that a backward
+    freed is a constant when a new recording reads it; the old backward's head is not."""
+    w, b = _var([1.0, 2.0]), _var([1.0, 1.0])
+    with autograd.record():
+        b = b + 1
+        out = (w * b) * 2
+        out.backward()
+    with autograd.record():
+        b = b + 1  # reads the freed graph's b
+        out = (w * b) * 2
+        out.backward(retain_graph=True)
+        out.backward()
+    np.testing.assert_allclose(w.grad.asnumpy(), [6.0, 6.0])  # 2 * b, b = 3 (MXNet's values)
+    with autograd.record():
+        b = b + 1
+        out = (w * b) * 2
+    out.backward()
+    np.testing.assert_allclose(w.grad.asnumpy(), [8.0, 8.0])
+    x = _var([1.0, 2.0])
+    with autograd.record():
+        y = x * 3
+        y.backward()
+    with autograd.record():
+        z = y + 1
+    with pytest.raises(mx.base.MXNetError, match="freed"):
+        z.backward()
