@@ -39,10 +39,6 @@ def _written() -> set[int]:
     return _WRITTEN[1]
 
 
-# executors per signature; beyond this many calls awaiting their backward, the oldest
-# one's executor is reused and a backward through that call raises
-MAX_PENDING = 8
-
 
 class _Slot:
     """One bound executor of a signature, and whether a recorded call holds it."""
@@ -73,19 +69,24 @@ def _release(pools: dict) -> None:
 
 def _op_hook_adapter(symbol, callback):
     """An executor monitor callback ``(name, array)`` calling the op hook
-    ``callback(name, op_name, array)`` with the operator of the named entry."""
+    ``callback(name, op_name, array)`` with the operator of the named entry. MXNet's op
+    hooks see operators' inputs and outputs only: variables' own names are not passed on."""
+    from .ops.mxnet_names import monitor_input_names
     ops = {}
     for node in symbol._graph().nodes:
         if node.op is None:
             continue
         p = node.params
-        for name in node.op.input_names(p) + node.op.aux_names(p):
+        for name in monitor_input_names(node.op.name,
+                                        node.op.input_names(p) + node.op.aux_names(p)):
             ops[f"{node.name}_{name}"] = node.op.name
         for k in range(node.num_outputs):
             ops[node.output_name(k)] = node.op.name
 
     def monitor(name: str, array) -> None:
-        callback(name.encode(), ops.get(name, "").encode(), array)
+        op = ops.get(name)
+        if op is not None:
+            callback(name.encode(), op.encode(), array)
     return monitor
 
 
@@ -203,10 +204,8 @@ class CachedGraph:
         for s in pool:
             if not s.busy and s.param_ids == ids:
                 return s
-        if len(pool) >= MAX_PENDING:
-            oldest = min(pool, key=lambda s: s.uses)
-            oldest.node = None
-            return oldest
+        # every call still awaiting its backward keeps its executor's values, as MXNet keeps
+        # a recorded graph's until its backward (or until its outputs are dropped)
         s = _Slot(*self._bind(inputs, needs, ctx, params, first=not pool), ids, len(pool))
         pool.append(s)
         return s
@@ -291,10 +290,7 @@ class CachedGraph:
         _, fresh, targets, target_ids, input_grads = self._recorded(slot, params)
 
         def run_backward(ograds: list) -> list:
-            if slot.uses != use:
-                raise MXNetError(f"backward through {self.where}: its executor was reused by "
-                                 f"a later call ({MAX_PENDING} recorded calls of this graph "
-                                 "awaited their backward); call backward sooner")
+            assert slot.uses == use, "a busy executor was reused"
             heads = [NDArray(autograd.shared_filled(t, 0.0) if g is None else g)
                      for t, g in zip(out_values, ograds)]
             written = _written()

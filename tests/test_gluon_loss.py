@@ -95,6 +95,14 @@ def test_weight_must_be_a_number():
         gloss.L1Loss(weight="2")(x, x)
 
 
-def test_ctc_loss_needs_the_ctc_operator():
-    with pytest.raises(NotImplementedError, match="operator 'CTCLoss'"):
-        gloss.CTCLoss()(mx.nd.ones((2, 5, 4)), mx.nd.ones((2, 3)))
+def test_ctc_loss_matches_mxnet_in_every_layout():
+    """Values recorded from MXNet 1.9.1's gluon.loss.CTCLoss on these inputs."""
+    pred = mx.nd.array(np.sin(np.arange(2 * 7 * 5).reshape(2, 7, 5)))
+    label = mx.nd.array([[1, 0, 2, -1], [3, 3, -1, -1]])
+    want = [5.391165256500244, 7.784299850463867]
+    np.testing.assert_allclose(gloss.CTCLoss()(pred, label).asnumpy(), want, rtol=1e-5)
+    tn = gloss.CTCLoss(layout="TNC", label_layout="TN")(pred.swapaxes(0, 1), label.T)
+    np.testing.assert_allclose(tn.asnumpy(), want, rtol=1e-5)
+    lengths = gloss.CTCLoss()(pred, label, mx.nd.array([5, 6]), mx.nd.array([2, 1]))
+    np.testing.assert_allclose(lengths.asnumpy(), [4.061371803283691, 6.4105048179626465],
+                               rtol=1e-5)

@@ -276,3 +276,24 @@ def test_one_hot_depth_zero_gives_an_empty_array():
     assert out.shape == (2, 4, 3, 0) and out.asnumpy().dtype == np.int32
     with pytest.raises(MXNetError, match="depth must not be negative"):
         mx.nd.one_hot(mx.nd.array([1, 2]), depth=-1)
+
+
+def test_arange_infer_range_takes_its_length_from_the_graph():
+    """test_init::test_arange_inferstop: ``arange(start, infer_range=True)`` without ``stop``
+    gets its length from the op it feeds."""
+    s = mx.sym.arange(start=2, step=3, infer_range=True) + mx.sym.zeros(shape=(4,))
+    exe = s.bind(mx.cpu(), args={})
+    assert exe.forward()[0].asnumpy().tolist() == [2.0, 5.0, 8.0, 11.0]
+
+
+def test_many_recorded_calls_of_one_graph_all_keep_their_backward():
+    """test_take::check_autograd_req: 16 recorded calls of one op awaiting one backward
+    (MXNet keeps every recorded call's values until the backward)."""
+    x = mx.nd.array(np.arange(16.0).reshape(2, 8))
+    x.attach_grad()
+    with mx.autograd.record():
+        picked = [x.take(mx.nd.array([i])).squeeze(axis=0).take(mx.nd.array([j]))
+                  for i in range(2) for j in range(8)]
+        total = mx.nd.stack(*picked).sum()
+    total.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.ones((2, 8)))

@@ -203,8 +203,8 @@ class KLDivLoss(Loss):
 
 
 class CTCLoss(Loss):
-    """Connectionist temporal classification loss; needs the ``CTCLoss`` operator, which
-    symgraph does not have yet (``NotImplementedError`` when the loss runs)."""
+    """Connectionist temporal classification loss over unnormalised predictions (the last
+    class is the blank); labels padded with -1; optional per-sequence lengths."""
 
     def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
         _require(layout in ["NTC", "TNC"],
@@ -217,9 +217,14 @@ class CTCLoss(Loss):
 
     def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None,
                        sample_weight=None):
-        from ..ops.base import get_op
-        get_op("CTCLoss")  # OpNotImplementedError until the operators issue adds it
-        raise AssertionError("CTCLoss is registered: port MXNet's CTCLoss.hybrid_forward")
+        if self._layout == "NTC":  # the operator reads (T, N, C)
+            pred = F.swapaxes(pred, 0, 1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, 0, 1)
+        lengths = [x for x in (pred_lengths, label_lengths) if x is not None]
+        loss = F.CTCLoss(pred, label, *lengths, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last")
+        return _apply_weighting(F, loss, self._weight, sample_weight)
 
 
 class HuberLoss(Loss):

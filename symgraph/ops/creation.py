@@ -46,9 +46,9 @@ def _triton_fill(value_of):
 def triton_arange(p, ins, aux, rt):
     """arange as one generated kernel over the flat index."""
     from kernels.elementwise import Program, run
-    start = 0.0 if p.stop is None else p.start
+    start = _arange_start(p)
     expr = f"({start!r} + (offs // {p.repeat}) * {p.step!r})"
-    return run(Program(0, ((expr, ()),), ("t0",)), [], (_arange_len(p),),
+    return run(Program(0, ((expr, ()),), ("t0",)), [], (_arange_count(p),),
                to_torch_dtype(p.dtype), device=rt.device)
 
 
@@ -79,12 +79,30 @@ def _arange_len(p) -> int:
     return count
 
 
+def _inferred_range(p) -> bool:
+    """``infer_range`` without ``stop``: the length comes from the graph (MXNet's rule)."""
+    return p.infer_range and p.stop is None
+
+
+def _arange_start(p) -> float:
+    return p.start if p.stop is not None or _inferred_range(p) else 0.0
+
+
+def _arange_count(p) -> int:
+    """The number of values: from the range, or the inferred output shape."""
+    return p.get("_out_shape")[0] if _inferred_range(p) else _arange_len(p)
+
+
 def _arange_forward(p, ins, aux, rt):
-    start, stop = (0.0, p.start) if p.stop is None else (p.start, p.stop)
-    out = torch.arange(start, stop, p.step, dtype=torch.float64)
-    if p.repeat > 1:
-        out = out.repeat_interleave(p.repeat)
+    index = torch.arange(_arange_count(p), dtype=torch.float64) // p.repeat
+    out = _arange_start(p) + index * p.step
     return (out.to(device=rt.device, dtype=to_torch_dtype(p.dtype)),)
+
+
+def _arange_shape(p, shapes):
+    if _inferred_range(p):
+        return None  # completed from the graph: ``arange(0, infer_range=True) + zeros(5)``
+    return [], [(_arange_len(p),)]
 
 
 register(OpDef(
@@ -93,7 +111,7 @@ register(OpDef(
             Param("step", "float", 1.0), Param("repeat", "int", 1, lower=1),
             Param("infer_range", "bool", False), Param("ctx", "str", ""),
             Param("dtype", "dtype", "float32")),
-    inputs=(), infer_shape=lambda p, s: ([], [(_arange_len(p),)]), infer_type=_fixed_type,
+    inputs=(), infer_shape=_arange_shape, infer_type=_fixed_type, reads_out_shape=True,
     forward=_arange_forward, gradient=lambda g, p, ins, outs, og: [], kernel=triton_arange,
     cases=(Case((), {"start": 1, "stop": 7, "step": 2, "repeat": 2}, grad=False),),
     doc="Evenly spaced values in [start, stop) (MXNet's ``arange``)."))

@@ -20,6 +20,22 @@ for _alias, _value in (("NaN", np.nan), ("Inf", np.inf), ("int", int), ("float",
     if not hasattr(np, _alias):
         setattr(np, _alias, _value)
 
+_numpy_arange = np.arange
+
+
+def _arange_wrapping(*args, **kwargs):
+    """numpy < 2's ``arange`` for integer dtypes: bounds outside the dtype wrap around
+    (``arange(-100, 100, dtype=uint8)``); numpy 2 raises OverflowError instead."""
+    try:
+        return _numpy_arange(*args, **kwargs)
+    except OverflowError:
+        dtype = np.dtype(kwargs.pop("dtype"))
+        return _numpy_arange(*args, dtype=np.int64, **kwargs).astype(dtype)
+
+
+if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+    np.arange = _arange_wrapping
+
 _REPORT = os.environ.get("MXNET_HARNESS_REPORT", "harness_report.jsonl")
 
 
