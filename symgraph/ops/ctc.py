@@ -5,15 +5,16 @@ temporal classification loss, MXNet 1.9.1's operator.
 class indices. With ``blank_label='first'`` class 0 is the blank and label rows end at their
 first 0; with ``'last'`` class C-1 is the blank and rows end at their first -1 (unless
 ``use_label_lengths`` gives the lengths). ``use_data_lengths`` takes each sequence's length
-from ``data_lengths``. Outputs: the loss (N,) = -log p(label | data) and, hidden, its
-gradient with respect to ``data`` (``softmax - state posteriors``, 0 past each length; see
-``kernels/ctc.py``), computed in the forward as MXNet does. The backward scales that hidden
+from ``data_lengths``. Outputs (MXNet's names): ``output0``, the loss (N,) =
+-log p(label | data), and, hidden, ``output1``, its gradient with respect to ``data``
+(``softmax - state posteriors``, 0 past each length; see ``kernels/ctc.py``), computed in
+the forward as MXNet does. The backward scales that hidden
 gradient by the head gradient of each item.
 
 >>> import symgraph as mx
 >>> loss = mx.sym.ctc_loss(mx.sym.Variable('data'), mx.sym.Variable('label'), name='ctc')
 >>> loss.list_outputs(), loss.infer_shape(data=(6, 2, 4), label=(2, 3))[1]
-(['ctc_output'], [(2,)])
+(['ctc_output0'], [(2,)])
 >>> loss.infer_shape(data=(6, 2, 4), label=(3, 3))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -102,7 +103,7 @@ def _case(shapes, attrs=None, ints=None):
 
 register(OpDef(
     name="CTCLoss", aliases=("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"),
-    params=_PARAMS, inputs=_inputs, outputs=("output", "grad"), num_visible=lambda p: 1,
+    params=_PARAMS, inputs=_inputs, outputs=("output0", "output1"), num_visible=lambda p: 1,
     infer_shape=_shape, infer_type=_type, forward=_forward, kernel=triton_ctc_loss,
     gradient=_gradient,
     cases=(_case(((7, 2, 5), (2, 3))),
@@ -111,6 +112,6 @@ register(OpDef(
                  {"use_data_lengths": True, "use_label_lengths": True}, {1: 5, 2: 7, 3: 2})),
     doc="""Connectionist temporal classification loss of scores (T, N, C) against labels
     (N, L): one loss per sequence; softmax over C is applied inside. The gradient with
-    respect to ``data`` is computed in the forward (hidden output ``grad``) and scaled by the
+    respect to ``data`` is computed in the forward (hidden output ``output1``) and scaled by the
     head gradient in the backward; labels and lengths get none.
     """))
