@@ -182,6 +182,28 @@ def scatter_ref(g: torch.Tensor, shape, starts, steps) -> torch.Tensor:
     return out
 
 
+def slice_assign(base: torch.Tensor, value: torch.Tensor | float, starts: Sequence[int],
+                 steps: Sequence[int], sizes: Sequence[int], out=None) -> torch.Tensor:
+    """A copy of ``base`` with ``value`` (an array of ``sizes``, or a scalar) written at
+    ``start + i * step`` per axis (MXNet's ``_slice_assign``/``_slice_assign_scalar``)."""
+    out = copy_view(base, out)
+    if not torch.is_tensor(value):  # a scalar: read one element through zero strides
+        value = torch.full((1,), float(value), dtype=base.dtype, device=base.device)
+        value = value.expand(tuple(sizes))
+    view, off = _sliced(base.shape, _contig_strides(base.shape), starts, steps, sizes)
+    strided_copy(value, sizes, value.stride(), 0, out, (view, off))
+    return out
+
+
+def slice_assign_ref(base: torch.Tensor, value, starts, steps, sizes) -> torch.Tensor:
+    """Reference: copies base once, then writes the box (reads value once)."""
+    out = base.clone()
+    idx = [torch.arange(n, device=base.device) * s + b for b, s, n in zip(starts, steps, sizes)]
+    out[torch.meshgrid(*idx, indexing="ij")] = value if torch.is_tensor(value) else \
+        torch.tensor(float(value), dtype=base.dtype)
+    return out
+
+
 def flip(x: torch.Tensor, dims: Sequence[int], out=None) -> torch.Tensor:
     """``torch.flip(x, dims)`` as a negative-stride copy."""
     starts = [n - 1 if d in dims else 0 for d, n in enumerate(x.shape)]
@@ -507,6 +529,16 @@ def _make_scatter(dtype, device, shape):
     return (_rand(dtype, device, sizes), tuple(shape), starts, steps), {}
 
 
+def _make_slice_assign(scalar: bool):
+    def make(dtype, device, shape):
+        starts = [1] * len(shape)
+        steps = [2 if d % 2 else -1 for d in range(len(shape))]
+        sizes = [(n - 1) // 2 if d % 2 else 2 for d, n in enumerate(shape)]
+        value = 2.5 if scalar else _rand(dtype, device, sizes, seed=1)
+        return (_rand(dtype, device, shape), value, starts, steps, sizes), {}
+    return make
+
+
 def _make_flip(dtype, device, shape):
     return (_rand(dtype, device, shape), (0, len(shape) - 1)), {}
 
@@ -588,6 +620,10 @@ KERNELS = [
     _spec("slice_scatter", scatter, scatter_ref, _make_scatter,
           bytes=lambda g, shape, *a: tensor_bytes(g) + 2 * g.element_size() * math.prod(shape)),
     _spec("flip", flip, flip_ref, _make_flip),
+    _spec("slice_assign", slice_assign, slice_assign_ref, _make_slice_assign(False),
+          bytes=lambda b, v, *a: 2 * tensor_bytes(b) + 2 * tensor_bytes(v)),
+    _spec("slice_assign_scalar", slice_assign, slice_assign_ref, _make_slice_assign(True),
+          bytes=lambda b, *a: 2 * tensor_bytes(b)),
     _spec("broadcast_to", broadcast_to, broadcast_to_ref, _make_broadcast,
           bytes=lambda x, shape: tensor_bytes(x) + x.element_size() * math.prod(shape)),
     _spec("tile", tile, tile_ref, _make_tile,

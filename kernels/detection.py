@@ -13,7 +13,9 @@ the ``topk`` best boxes in order and suppresses the later boxes overlapping a ke
 writes the kept rows first (converted to ``out_format``), ``-1`` rows after them, and the
 flat input index of each kept row (``record``, for the gradient); the gradient
 (:func:`nms_backward`) scatters output-gradient rows back to the recorded input rows.
-Bipartite matching ranks the scores the same way and walks them greedily per batch item.
+Bipartite matching sorts each batch item's scores with the stable bitonic sort of
+``kernels/sort.py`` (O(n log^2 n), not the rank sort: its n is rows * columns) and walks
+them greedily, one program per batch item.
 
 Bytes moved: the elementwise kernels read their inputs and write their outputs once; NMS
 reads the scores O(N) times per box (the rank sort) and each box once per kept box.
@@ -28,6 +30,7 @@ import triton.language as tl
 from .copy import fill
 from .reduce import SUM, acc_type, check_out
 from .runtime import block_for, cdiv, kernel
+from .sort import sort_rows
 from .table import KernelSpec, tensor_bytes
 
 FORMATS = {"corner": 0, "center": 1}
@@ -575,7 +578,7 @@ def nms_backward_ref(og: torch.Tensor, record: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------- bipartite_matching
 
 @kernel
-def _match_kernel(scores, order, rows, cols, n_row, n_col, threshold, topk,
+def _match_kernel(scores, order, rows, cols, n_row, n_col, padded, threshold, topk,
                   ASCEND: tl.constexpr, BLOCK: tl.constexpr):
     """One program per batch item: walk the (row, col) pairs best score first; a pair whose
     row and column are both free is matched if its score passes ``threshold`` (else the walk
@@ -595,7 +598,7 @@ def _match_kernel(scores, order, rows, cols, n_row, n_col, threshold, topk,
     done = 0
     count = 0
     while (j < size) & (done == 0):
-        idx = tl.load(order + b * size + j).to(tl.int64)
+        idx = tl.load(order + b * padded + j).to(tl.int64)
         r = idx // n_col
         c = idx % n_col
         free = (tl.load(rows + b * n_row + r) == -1) & (tl.load(cols + b * n_col + c) == -1)
@@ -629,9 +632,9 @@ def bipartite_matching(data: torch.Tensor, threshold: float, is_ascend: bool = F
                      "cols")
     if data.numel():
         data = data.contiguous()
-        order = _rank(data, n_row * n_col, 1, 0, not is_ascend)
-        _match_kernel[(batch,)](data, order, rows, cols, n_row, n_col, float(threshold),
-                                int(topk), ASCEND=is_ascend,
+        _, order = sort_rows(data.reshape(batch, n_row * n_col), 1, not is_ascend)
+        _match_kernel[(batch,)](data, order, rows, cols, n_row, n_col, order.shape[1],
+                                float(threshold), int(topk), ASCEND=is_ascend,
                                 BLOCK=_block(max(n_row, n_col), data.device))
     return rows, cols
 
@@ -725,6 +728,12 @@ def _make_match(dtype, device, shape):
     return (scores.to(dtype).to(device), 0.2), {"topk": shape[-1] - 1}
 
 
+def _sort_stages(n: int) -> int:
+    """Launches of the bitonic sort of n values (each reads and writes its scratch)."""
+    log = max(1, (n - 1).bit_length())
+    return log * (log + 1) // 2
+
+
 _FLOATS = (torch.float32, torch.float16)
 _EXACT = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-3, 1e-3)}
 
@@ -751,6 +760,6 @@ KERNELS = [
            ((8, 4096),), lambda g, r: tensor_bytes(g, r, g), dtypes=(torch.float32,)),
     _entry("bipartite_matching", bipartite_matching, bipartite_matching_ref, _make_match,
            ((2, 4, 5), (1, 6, 3)), ((4, 64, 512),),
-           lambda d, t, **k: tensor_bytes(d) * d.shape[-1] * d.shape[-2] // 64,
+           lambda d, t, **k: tensor_bytes(d) * 3 * _sort_stages(d.shape[-1] * d.shape[-2]),
            dtypes=(torch.float32,)),
 ]

@@ -12,6 +12,8 @@ scatter-adds read the gradient and indices and read-modify-write the touched row
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import triton.language as tl
 
@@ -444,6 +446,45 @@ def unravel_ref(flat: torch.Tensor, shape: tuple) -> torch.Tensor:
     return torch.stack(rows[::-1]).to(flat.dtype)
 
 
+# ---------------------------------------------------------------- index_array
+
+@kernel
+def _index_array_kernel(out, meta, m, total, BLOCK: tl.constexpr):
+    """out[i, j] = coordinate ``axes[j]`` of flat position i: (i // stride) % size, with
+    ``meta`` = sizes then strides of the selected axes."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    i = offs // m
+    j = offs - i * m
+    size = tl.load(meta + j, mask=mask, other=1)
+    stride = tl.load(meta + m + j, mask=mask, other=1)
+    tl.store(out + offs, ((i // stride) % size).to(out.dtype.element_ty), mask=mask)
+
+
+def index_array(shape: tuple, axes: tuple, device, out=None) -> torch.Tensor:
+    """The int64 ``shape + (len(axes),)`` array of every position's coordinates on ``axes``
+    (non-negative axes of ``shape``)."""
+    result = out if out is not None else torch.empty(tuple(shape) + (len(axes),),
+                                                      dtype=torch.int64, device=device)
+    total = result.numel()
+    if total:
+        strides = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * shape[d + 1]
+        meta = torch.tensor([shape[a] for a in axes] + [strides[a] for a in axes],
+                            dtype=torch.int64, device=device)
+        block = _block(total, result.device)
+        _index_array_kernel[(cdiv(total, block),)](result, meta, len(axes), total, BLOCK=block)
+    return result
+
+
+def index_array_ref(shape: tuple, axes: tuple, device) -> torch.Tensor:
+    """Reference: one arange per axis broadcast into the output (writes it once)."""
+    grids = torch.meshgrid(*[torch.arange(n, device=device) for n in shape], indexing="ij")
+    return torch.stack([grids[a] for a in axes], dim=-1) if axes else \
+        torch.empty(tuple(shape) + (0,), dtype=torch.int64, device=device)
+
+
 # ---------------------------------------------------------------- table entries
 
 def _rand(dtype, device, shape, seed=0):
@@ -523,6 +564,10 @@ def _make_unravel(dtype, device, shape):
     return (_ints(device, shape[1:], shape[0] * shape[1] * 4).to(dtype), dims), {}
 
 
+def _make_index_array(dtype, device, shape):
+    return (tuple(shape), tuple(range(len(shape)))[::-1][:2], device), {}
+
+
 _SHAPES = ((3, 37), (5, 129), (2, 3, 7, 6))
 _DT = (torch.float32, torch.float16, torch.bfloat16)
 _EXACT = {torch.float32: (0, 0), torch.float16: (0, 0), torch.bfloat16: (0, 0)}
@@ -566,4 +611,9 @@ KERNELS = [
     KernelSpec(name="unravel", fn=unravel, ref=unravel_ref, make=_make_unravel, shapes=_SHAPES,
                bench_shapes=((4, 1 << 20),), dtypes=(torch.float32, torch.int32), tol=_EXACT,
                bytes=lambda f, shape: tensor_bytes(f) * (len(shape) + 1), family="index"),
+    KernelSpec(name="index_array", fn=index_array, ref=index_array_ref,
+               make=_make_index_array, shapes=_SHAPES, bench_shapes=((1 << 12, 1 << 10),),
+               dtypes=(torch.int64,), tol={torch.int64: (0, 0)},
+               bytes=lambda shape, axes, device: 8 * math.prod(shape) * len(axes),
+               family="index"),
 ]

@@ -1,5 +1,5 @@
 """Batched small-matrix linear algebra: triangle/diagonal copies, Cholesky, triangular solves,
-Gauss-Jordan (inverse, sign and log|det|).
+Gauss-Jordan (inverse, sign and log|det|), Householder LQ, Jacobi symmetric eigensolver.
 
 Every factorization kernel runs one program per matrix of the batch and holds the whole
 matrix in registers as a ``BN x BN`` tile (``BN`` the power of two >= n), so matrices up to
@@ -18,7 +18,15 @@ Math (``n`` rows, one matrix; ``S`` the symmetric matrix read from one triangle)
 * ``trsm``: ``T X = alpha B`` for triangular ``T`` by forward (lower) or backward (upper)
   substitution; right-side and transposed forms are the same solve on swapped strides;
 * ``gauss_jordan``: partial pivoting (largest magnitude, first on ties as LAPACK's getrf),
-  giving the inverse, ``sign(det)`` and ``log|det|`` (sign 0 and -inf when singular).
+  giving the inverse, ``sign(det)`` and ``log|det|`` (sign 0 and -inf when singular);
+* ``gelqf``: for each row i, the Householder reflection ``H = I - tau v v^T`` (LAPACK's
+  dlarfg: ``beta = -sign(alpha) ||row[i:]||``, ``v = [1, row[i+1:] / (alpha - beta)]``,
+  ``tau = (beta - alpha) / beta``) zeroes ``A[i, i+1:]``; ``A H_0 ... H_{m-1} = [L 0]`` and
+  Q is the first m rows of ``(H_0 ... H_{m-1})^T``;
+* ``syevd``: cyclic Jacobi: for each pair (i, j) the rotation with
+  ``t = sign(th) / (|th| + sqrt(1 + th^2))``, ``th = (S[j, j] - S[i, i]) / (2 S[i, j])``
+  zeroes ``S[i, j]``; sweeps until the off-diagonal squares sum below ``(n eps)^2`` of all;
+  the rotations accumulated in U's rows, sorted by eigenvalue and signed as MXNet's.
 
 Bytes moved: each kernel reads its inputs once and writes its outputs once.
 """
@@ -27,6 +35,7 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
+from .philox import device
 from .runtime import block_for, cdiv, kernel
 from .table import KernelSpec, tensor_bytes
 
@@ -207,9 +216,11 @@ def potrf(a: torch.Tensor, lower: bool = True, out=None) -> torch.Tensor:
 
 
 def potrf_ref(a: torch.Tensor, lower: bool = True) -> torch.Tensor:
-    """Reference: torch.linalg.cholesky of the mirrored triangle (reads and writes once)."""
+    """Reference: torch.linalg.cholesky of the mirrored triangle (reads and writes once); a
+    matrix that is not positive definite gets NaN (as the kernel's failed pivot)."""
     s = tri_copy_ref(a, "mirror", 0, lower)
-    low = torch.linalg.cholesky(s)
+    low, info = torch.linalg.cholesky_ex(s)
+    low = torch.where((info == 0)[..., None, None], low, torch.nan)
     return low if lower else low.transpose(-1, -2).contiguous()
 
 
@@ -345,9 +356,173 @@ def gauss_jordan(a: torch.Tensor, want_inverse: bool = True, out=None):
 
 
 def gauss_jordan_ref(a: torch.Tensor, want_inverse: bool = True):
-    """Reference: torch.linalg.inv and slogdet (reads A once, writes outputs once)."""
-    sign, logdet = torch.linalg.slogdet(a)
-    return (torch.linalg.inv(a) if want_inverse else None), sign, logdet
+    """Reference: torch.linalg.inv and an LU with partial pivoting (LAPACK's getrf, whose
+    zero pivot gives an exactly singular matrix sign 0 and log|det| -inf, where
+    torch.linalg.slogdet may not); reads A once, writes outputs once."""
+    lu, piv, _ = torch.linalg.lu_factor_ex(a)
+    diag = torch.diagonal(lu, 0, -2, -1)
+    swaps = (piv != torch.arange(1, a.shape[-1] + 1, device=a.device)).sum(-1)
+    sign = (1 - 2 * (swaps % 2)).to(a.dtype) * torch.sign(diag).prod(-1)
+    logdet = diag.abs().log().sum(-1)
+    return (torch.linalg.inv_ex(a)[0] if want_inverse else None), sign, logdet
+
+
+# ---------------------------------------------------------------- LQ (Householder)
+
+@kernel
+def _gelqf_kernel(a, q, low, m, n, F64: tl.constexpr, BN: tl.constexpr):
+    """One matrix per program: A = L Q for the m x n matrix A (m <= n) by Householder
+    reflections applied from the right, LAPACK's dgeqrf on A^T (beta = -sign(alpha) norm,
+    no reflection when the row's tail is zero)."""
+    pid = tl.program_id(0).to(tl.int64)
+    rv = tl.arange(0, BN)
+    r = rv[:, None]
+    c = rv[None, :]
+    t = tl.load(a + pid * m * n + r * n + c, mask=(r < m) & (c < n), other=0.0)
+    t = t.to(tl.float64) if F64 else t.to(tl.float32)
+    p = tl.where((r == c) & (r < n), 1.0, 0.0).to(t.dtype)  # H_0 H_1 ... so far
+    for i in range(0, m):
+        row = tl.reduce(tl.where(r == i, t, 0.0), 0, SUM)
+        alpha = tl.reduce(tl.where(rv == i, row, 0.0), 0, SUM)
+        xsq = tl.reduce(tl.where(rv > i, row * row, 0.0), 0, SUM)
+        norm = tl.sqrt(alpha * alpha + xsq)
+        beta = tl.where(alpha >= 0, -norm, norm)
+        refl = xsq > 0
+        tau = tl.where(refl, (beta - alpha) / tl.where(refl, beta, 1.0), 0.0)
+        scale = tl.where(refl, 1.0 / tl.where(refl, alpha - beta, 1.0), 0.0)
+        v = tl.where(rv == i, 1.0, tl.where(rv > i, row * scale, 0.0))
+        tv = tl.reduce(t * v[None, :], 1, SUM)
+        t = tl.where(r > i, t - (tau * tv)[:, None] * v[None, :], t)
+        diag = tl.where(refl, beta, alpha)
+        t = tl.where((r == i) & (c >= i), tl.where(c == i, diag, 0.0), t)
+        pv = tl.reduce(p * v[None, :], 1, SUM)
+        p = p - (tau * pv)[:, None] * v[None, :]
+    lmask = (r < m) & (c < m)
+    tl.store(low + pid * m * m + r * m + c,
+             tl.where(r >= c, t, 0.0).to(low.dtype.element_ty), mask=lmask)
+    # Q = the first m rows of (H_0 ... H_{m-1})^T: Q[c, r] = P[r, c]
+    tl.store(q + pid * m * n + c * n + r, p.to(q.dtype.element_ty), mask=(c < m) & (r < n))
+
+
+def gelqf(a: torch.Tensor, out=None):
+    """(Q, L) with A = L Q, Q row-orthonormal, for each (m, n) matrix of ``a`` (m <= n)."""
+    m, n = a.shape[-2], a.shape[-1]
+    q, low = out if out is not None else (None, None)
+    q = q if q is not None else torch.empty_like(a, memory_format=torch.contiguous_format)
+    low = low if low is not None else a.new_empty(tuple(a.shape[:-1]) + (m,))
+    batch = a.numel() // max(m * n, 1)
+    if batch and m:
+        _gelqf_kernel[(batch,)](a.contiguous(), q, low, m, n, F64=_f64(a),
+                                BN=_check_size(n, "linalg_gelqf"))
+    return q, low
+
+
+def gelqf_ref(a: torch.Tensor):
+    """Reference: torch.linalg.qr of A^T (LAPACK geqrf + orgqr, as MXNet's gelqf + orglq;
+    reads A once, writes Q and L once)."""
+    qt, rt = torch.linalg.qr(a.transpose(-1, -2))
+    return qt.transpose(-1, -2).contiguous(), rt.transpose(-1, -2).contiguous()
+
+
+# ---------------------------------------------------------------- symmetric eigensolver
+
+@kernel
+def _syevd_kernel(a, u, lam, n, tol, max_sweeps, F64: tl.constexpr, BN: tl.constexpr):
+    """One matrix per program: cyclic Jacobi on S (mirrored from A's lower triangle) until
+    the off-diagonal mass is below ``tol`` times the total; rows of U are eigenvectors,
+    sorted by ascending eigenvalue, each signed so its largest |entry| is positive."""
+    pid = tl.program_id(0).to(tl.int64)
+    rv = tl.arange(0, BN)
+    r = rv[:, None]
+    c = rv[None, :]
+    inb = (r < n) & (c < n)
+    s = tl.load(a + pid * n * n + tl.maximum(r, c) * n + tl.minimum(r, c), mask=inb, other=0.0)
+    s = s.to(tl.float64) if F64 else s.to(tl.float32)
+    ev = tl.where((r == c) & inb, 1.0, 0.0).to(s.dtype)
+    total = tl.reduce(s * s, 1, SUM)
+    total = tl.reduce(total, 0, SUM)
+    off = tl.reduce(tl.reduce(tl.where(r != c, s * s, 0.0), 1, SUM), 0, SUM)
+    sweep = 0
+    while (off > tol * total) & (sweep < max_sweeps):
+        for i in range(0, n - 1):
+            for j in range(i + 1, n):
+                s, ev = _jacobi_rotate(s, ev, i, j, rv, r, c)
+        off = tl.reduce(tl.reduce(tl.where(r != c, s * s, 0.0), 1, SUM), 0, SUM)
+        sweep += 1
+    _syevd_store(s, ev, u, lam, pid, n, rv, r, c)
+
+
+@device
+def _jacobi_rotate(s, ev, i, j, rv, r, c):
+    """The rotation in the (i, j) plane that zeroes s[i, j] (Golub & Van Loan 8.5.2)."""
+    rowi = tl.reduce(tl.where(r == i, s, 0.0), 0, SUM)
+    rowj = tl.reduce(tl.where(r == j, s, 0.0), 0, SUM)
+    aii = tl.reduce(tl.where(rv == i, rowi, 0.0), 0, SUM)
+    aij = tl.reduce(tl.where(rv == j, rowi, 0.0), 0, SUM)
+    ajj = tl.reduce(tl.where(rv == j, rowj, 0.0), 0, SUM)
+    rot = aij != 0
+    theta = (ajj - aii) / (2.0 * tl.where(rot, aij, 1.0))
+    big = tl.abs(theta) > 1e15  # theta^2 would overflow float32: t ~ 1 / (2 theta)
+    th = tl.where(big, 1.0, theta)
+    t = tl.where(th >= 0, 1.0, -1.0) / (tl.abs(th) + tl.sqrt(1.0 + th * th))
+    t = tl.where(rot, tl.where(big, 0.5 / tl.where(big, theta, 1.0), t), 0.0)
+    cs = 1.0 / tl.sqrt(1.0 + t * t)
+    sn = t * cs
+    newi = cs * rowi - sn * rowj
+    newj = sn * rowi + cs * rowj
+    newi = tl.where(rv == i, aii - t * aij, tl.where(rv == j, 0.0, newi))
+    newj = tl.where(rv == j, ajj + t * aij, tl.where(rv == i, 0.0, newj))
+    s = tl.where(r == i, newi[None, :], tl.where(r == j, newj[None, :], s))
+    s = tl.where(c == i, newi[:, None], tl.where(c == j, newj[:, None], s))
+    ui = tl.reduce(tl.where(r == i, ev, 0.0), 0, SUM)
+    uj = tl.reduce(tl.where(r == j, ev, 0.0), 0, SUM)
+    ev = tl.where(r == i, (cs * ui - sn * uj)[None, :],
+                  tl.where(r == j, (sn * ui + cs * uj)[None, :], ev))
+    return s, ev
+
+
+@device
+def _syevd_store(s, ev, u, lam, pid, n, rv, r, c):
+    """Sign each eigenvector (row of ev), then store rows and eigenvalues by ascending rank."""
+    big = tl.where(c < n, tl.abs(ev), -1.0)
+    _, k = tl.reduce((big, c + r * 0), 1, ARGMAX)
+    lead = tl.reduce(tl.where(c == k[:, None], ev, 0.0), 1, SUM)
+    ev = tl.where(lead[:, None] < 0, -ev, ev)
+    lam_r = tl.reduce(tl.where(r == c, s, 0.0), 1, SUM)
+    lam_c = tl.reduce(tl.where(r == c, s, 0.0), 0, SUM)
+    before = (lam_c[None, :] < lam_r[:, None]) | ((lam_c[None, :] == lam_r[:, None]) & (c < r))
+    rank = tl.reduce(tl.where(before & (c < n), 1, 0), 1, SUM)
+    tl.store(lam + pid * n + rank, lam_r.to(lam.dtype.element_ty), mask=rv < n)
+    tl.store(u + pid * n * n + rank[:, None] * n + c, ev.to(u.dtype.element_ty),
+             mask=(r < n) & (c < n))
+
+
+_JACOBI = {torch.float32: 1.2e-7, torch.float64: 2.3e-16}
+
+
+def syevd(a: torch.Tensor, out=None):
+    """(U, lambda) of each symmetric matrix of ``a`` (..., n, n), read from its lower
+    triangle: A = U^T diag(lambda) U, lambda ascending (see ``_syevd_kernel``)."""
+    n = a.shape[-1]
+    u, lam = out if out is not None else (None, None)
+    u = u if u is not None else torch.empty_like(a, memory_format=torch.contiguous_format)
+    lam = lam if lam is not None else a.new_empty(tuple(a.shape[:-1]))
+    batch = a.numel() // max(n * n, 1)
+    if batch and n:
+        tol = (n * _JACOBI.get(a.dtype, 1.2e-7)) ** 2
+        _syevd_kernel[(batch,)](a.contiguous(), u, lam, n, tol, 30, F64=_f64(a),
+                                BN=_check_size(n, "linalg_syevd"))
+    return u, lam
+
+
+def syevd_ref(a: torch.Tensor):
+    """Reference: torch.linalg.eigh of the lower triangle, MXNet's eigenvector signs (reads
+    A once, writes U and lambda once)."""
+    lam, v = torch.linalg.eigh(tri_copy_ref(a, "mirror", 0, True))
+    u = v.transpose(-1, -2)
+    k = u.abs().argmax(-1, keepdim=True)
+    sign = torch.where(torch.gather(u, -1, k) < 0, -1.0, 1.0).to(u.dtype)
+    return (u * sign).contiguous(), lam
 
 
 # ---------------------------------------------------------------- table
@@ -382,6 +557,16 @@ def _make_gauss(dtype, device, shape):
     return (_spd(dtype, device, shape), True), {}
 
 
+def _make_gelqf(dtype, device, shape):
+    gen = torch.Generator().manual_seed(0)
+    return (torch.randn(tuple(shape), generator=gen).to(device=device, dtype=dtype),), {}
+
+
+def _make_syevd(dtype, device, shape):
+    x = _spd(torch.float64, device, shape)  # symmetric, eigenvalues spread over [n, ~3n]
+    return ((x + torch.diag_embed(torch.arange(shape[-1], device=device) * 0.5)).to(dtype),), {}
+
+
 _TOL = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-9, 1e-9)}
 _F = (torch.float32, torch.float64)
 KERNELS = [
@@ -407,4 +592,13 @@ KERNELS = [
                shapes=((2, 5, 5), (3, 3)), bench_shapes=((1024, 32, 32),), dtypes=_F,
                tol=_TOL, family="linalg", bytes=lambda a, *r: 2 * tensor_bytes(a),
                flops=lambda a, *r: 2 * a.numel() * a.shape[-1]),
+    KernelSpec("linalg_gelqf", gelqf, gelqf_ref, _make_gelqf, shapes=((2, 3, 5), (4, 4)),
+               bench_shapes=((1024, 16, 32),), dtypes=_F, tol=_TOL, family="linalg",
+               bytes=lambda a: 2 * tensor_bytes(a) + tensor_bytes(a) * a.shape[-2] // a.shape[-1],
+               flops=lambda a: 4 * a.numel() * a.shape[-1]),
+    # one Jacobi sweep is 2 n^3 multiply-adds on A and U, ~8 sweeps at n = 32
+    KernelSpec("linalg_syevd", syevd, syevd_ref, _make_syevd, shapes=((2, 5, 5), (3, 3)),
+               bench_shapes=((1024, 32, 32),), dtypes=_F, tol=_TOL, family="linalg",
+               bytes=lambda a: 2 * tensor_bytes(a) + tensor_bytes(a) // a.shape[-1],
+               flops=lambda a: 32 * a.numel() * a.shape[-1]),
 ]

@@ -48,6 +48,7 @@ import torch
 import triton.language as tl
 
 from .philox import device
+from .reduce import SUM
 from .runtime import kernel
 from .table import KernelSpec, tensor_bytes
 
@@ -558,6 +559,110 @@ def reset_arrays_ref(arrays) -> tuple:
     return tuple(torch.zeros_like(a) for a in arrays)
 
 
+@kernel
+def _sum_sq_kernel(rows, chunks, out, x_like, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
+    """Add the sum of squares of elements [start, start + CHUNK) of the chunk's tensor to
+    ``out[tensor]`` (fp32)."""
+    t = tl.load(chunks + 2 * tl.program_id(0))
+    start = tl.load(chunks + 2 * tl.program_id(0) + 1)
+    x = tl.load(rows + 2 * t).to(tl.pointer_type(x_like.dtype.element_ty))
+    n = tl.load(rows + 2 * t + 1)
+    acc = tl.full([BLOCK], 0.0, tl.float32)
+    for i in range(0, CHUNK, BLOCK):
+        offs = start + i + tl.arange(0, BLOCK)
+        v = tl.load(x + offs, mask=offs < n, other=0.0).to(tl.float32)
+        acc += v * v
+    tl.atomic_add(out + t, tl.reduce(acc, 0, SUM))
+
+
+def multi_sum_sq(arrays, out=None) -> torch.Tensor:
+    """Launch: MXNet ``multi_sum_sq``: the float32 ``(len(arrays),)`` sums of squares of
+    contiguous tensors of one dtype (LAMB's and LARS's norms, squared)."""
+    arrays = list(arrays)
+    if any(a.dtype != arrays[0].dtype or not a.is_contiguous() for a in arrays):
+        raise ValueError(f"arrays must be contiguous and of one dtype, got "
+                         f"{[a.dtype for a in arrays]}")
+    dev = arrays[0].device if arrays else torch.device("cpu")
+    out = torch.empty(len(arrays), dtype=torch.float32, device=dev) if out is None else out
+    out.zero_()
+    block, chunk = (64, 128) if dev.type != "cuda" else (1024, 16384)
+    rows = [v for a in arrays for v in (a.data_ptr(), a.numel())]
+    chunk_rows = [v for i, a in enumerate(arrays) for start in range(0, a.numel(), chunk)
+                  for v in (i, start)]
+    if chunk_rows:
+        _sum_sq_kernel[(len(chunk_rows) // 2,)](
+            torch.tensor(rows, dtype=torch.int64).to(dev),
+            torch.tensor(chunk_rows, dtype=torch.int64).to(dev), out, arrays[0],
+            CHUNK=chunk, BLOCK=block)
+    return out
+
+
+def multi_sum_sq_ref(arrays) -> torch.Tensor:
+    """Reference: ``[sum(a*a) for a in arrays]`` accumulated in fp32."""
+    return torch.stack([a.float().square().sum() for a in arrays]) if arrays else \
+        torch.zeros(0)
+
+
+@kernel
+def _group_adagrad_kernel(w, g, h, w_out, h_out, C, lr, rescale, clip, eps,
+                          BLOCK: tl.constexpr):
+    """Row ``program_id``: ``h += mean(G^2)``, ``w_out = w - lr*G/sqrt(h + eps)`` with
+    ``G = clip(rescale*g)`` (fp32 arithmetic)."""
+    row = tl.program_id(0).to(tl.int64)
+    base = row * C
+    acc = tl.full([BLOCK], 0.0, tl.float32)
+    for i in range(0, C, BLOCK):
+        offs = i + tl.arange(0, BLOCK)
+        x = tl.load(g + base + offs, mask=offs < C, other=0.0).to(tl.float32) * rescale
+        x = tl.minimum(tl.maximum(x, -clip), clip)
+        acc += x * x
+    hist = tl.load(h + row).to(tl.float32) + tl.reduce(acc, 0, SUM) / C
+    tl.store(h_out + row, hist.to(h_out.dtype.element_ty))
+    scale = lr / tl.sqrt(hist + eps)
+    for i in range(0, C, BLOCK):
+        offs = i + tl.arange(0, BLOCK)
+        x = tl.load(g + base + offs, mask=offs < C, other=0.0).to(tl.float32) * rescale
+        x = tl.minimum(tl.maximum(x, -clip), clip)
+        v = tl.load(w + base + offs, mask=offs < C, other=0.0).to(tl.float32)
+        tl.store(w_out + base + offs, (v - scale * x).to(w_out.dtype.element_ty), mask=offs < C)
+
+
+def group_adagrad_update(weight, grad, history, hp: UpdateParams, out=None) -> tuple:
+    """Launch: MXNet ``_contrib_group_adagrad_update`` on a dense weight (rows: its first
+    axis; ``history`` one value per row, in place unless ``out``); (new weight, history)."""
+    rows = weight.shape[0] if weight.dim() else 1
+    if grad.shape != weight.shape or history.numel() != rows or not all(
+            t.is_contiguous() for t in (weight, grad, history)):
+        raise ValueError(f"weight {tuple(weight.shape)}, grad {tuple(grad.shape)} and "
+                         f"history {tuple(history.shape)} (one value per row), contiguous")
+    w_out, h_out = (torch.empty_like(weight), history) if out is None else out
+    cols = weight.numel() // max(rows, 1)
+    clip = hp.clip_gradient if hp.clip_gradient >= 0 else math.inf
+    if weight.numel():
+        block = 64 if weight.device.type != "cuda" else 1024
+        _group_adagrad_kernel[(rows,)](weight, grad, history, w_out, h_out, cols,
+                                       float(hp.lr), hp.rescale_grad, clip, hp.epsilon,
+                                       BLOCK=block)
+    return w_out, h_out
+
+
+def group_adagrad_update_ref(weight, grad, history, hp: UpdateParams) -> tuple:
+    """Reference: ``h += mean(G^2 per row)``; ``w - lr*G/sqrt(h + eps)``."""
+    rows = weight.shape[0] if weight.dim() else 1
+    g = _clip(hp.rescale_grad * grad.float().reshape(rows, -1), hp.clip_gradient)
+    hist = history.float().reshape(rows, 1) + g.square().mean(1, keepdim=True)
+    w = weight.float().reshape(rows, -1) - float(hp.lr) * g / (hist + hp.epsilon).sqrt()
+    return w.reshape(weight.shape).to(weight.dtype), hist.reshape(history.shape).to(history.dtype)
+
+
+def _make_group_adagrad(dtype, device, sizes):
+    weight, grad = (_tensors([sizes[0] * 5], dtype, device, k)[0].reshape(-1, 5)
+                    for k in (1, 2))
+    history = torch.rand(weight.shape[0], 1, generator=torch.Generator().manual_seed(3))
+    return (weight, grad, history.to(device=device, dtype=dtype),
+            UpdateParams(lr=0.1, rescale_grad=0.7, clip_gradient=0.8, epsilon=1e-5)), {}
+
+
 # ---------------------------------------------------------------- table entries
 
 def _dims(n: int) -> tuple:
@@ -628,6 +733,16 @@ def _spec(name, fn, ref, states, **hp) -> KernelSpec:
 
 
 KERNELS = [
+    KernelSpec(name="optim_group_adagrad_update", fn=group_adagrad_update,
+               ref=group_adagrad_update_ref, make=_make_group_adagrad, shapes=((37,), (1,)),
+               bench_shapes=((65536,),), dtypes=(torch.float32,),
+               bytes=lambda w, g, h, hp: 3 * tensor_bytes(w) + 2 * tensor_bytes(h),
+               family="optimizer", extra={"inplace": True}),
+    KernelSpec(name="optim_multi_sum_sq", fn=multi_sum_sq, ref=multi_sum_sq_ref,
+               make=_make_reset, shapes=_SHAPES, bench_shapes=_BENCH,
+               dtypes=(torch.float32, torch.float16), bytes=lambda a: tensor_bytes(*a),
+               tol={torch.float32: (1e-5, 1e-5), torch.float16: (1e-3, 1e-3)},
+               family="optimizer"),
     _spec("sgd_update", sgd_update, sgd_update_ref, ()),
     _spec("sgd_mom_update", sgd_mom_update, sgd_mom_update_ref, ("signed",), momentum=0.9),
     _spec("nag_mom_update", nag_mom_update, nag_mom_update_ref, ("signed",), momentum=0.9),

@@ -331,11 +331,21 @@ def _window_matrix(size_in: int, size_out: int, dtype, device) -> torch.Tensor:
     return m
 
 
+def separable(ah: torch.Tensor, x: torch.Tensor, aw: torch.Tensor) -> torch.Tensor:
+    """``ah @ x @ aw.T`` over the last two axes of ``x`` as two 2-D matmuls (batched
+    matmuls of tiny matrices are far slower on a loaded CPU)."""
+    lead, (h, w) = x.shape[:-2], x.shape[-2:]
+    t = (x.reshape(-1, w) @ aw.T).reshape(-1, h, aw.shape[0])
+    t = ah @ t.transpose(0, 1).reshape(h, -1)
+    return t.reshape(ah.shape[0], -1, aw.shape[0]).transpose(0, 1).reshape(
+        tuple(lead) + (ah.shape[0], aw.shape[0])).contiguous()
+
+
 def adaptive_avg_pool_ref(x: torch.Tensor, out_hw: tuple) -> torch.Tensor:
     """Reference: averaging matrices on both sides, ``A_h @ x @ A_w^T``."""
     ah = _window_matrix(x.shape[2], out_hw[0], x.dtype, x.device)
     aw = _window_matrix(x.shape[3], out_hw[1], x.dtype, x.device)
-    return ah @ x @ aw.T
+    return separable(ah, x, aw)
 
 
 def adaptive_avg_pool_backward(dy: torch.Tensor, x: torch.Tensor, out=None) -> torch.Tensor:
@@ -349,7 +359,7 @@ def adaptive_avg_pool_backward_ref(dy: torch.Tensor, x: torch.Tensor) -> torch.T
     """Reference: the transposed averaging matrices."""
     ah = _window_matrix(x.shape[2], dy.shape[2], dy.dtype, dy.device)
     aw = _window_matrix(x.shape[3], dy.shape[3], dy.dtype, dy.device)
-    return ah.T @ dy @ aw
+    return separable(ah.T, dy, aw.T)
 
 
 # ---------------------------------------------------------------- table entries

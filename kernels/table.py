@@ -18,7 +18,9 @@ import torch
 FAMILIES = ("elementwise", "gemm", "reduce", "softmax",
             "copy", "pool", "index", "dropout", "sequence", "optimizer", "norm", "rnn",
             "random", "random_pdf", "sort", "sampling", "detection", "ctc",
-            "linalg", "image", "roi", "multibox")
+            "linalg", "image", "roi", "multibox", "proposal", "hawkes", "psroi",
+            "deformable", "correlation",
+            "im2col")
 
 # make(dtype, device, shape) -> (args, kwargs) for the wrapper and the reference alike
 Maker = Callable[[torch.dtype, torch.device, tuple], tuple[tuple, dict]]

@@ -45,11 +45,19 @@ def op_params(op: OpDef, attrs: dict[str, str], where: str) -> Params:
     return params
 
 
+class Subgraphs(tuple):
+    """A node's subgraph Symbols; equal only to itself (Symbol's ``==`` builds a node)."""
+
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+
 class Node:
     """A variable or an operator application in a symbol graph."""
 
     __slots__ = ("op", "name", "attrs", "inputs", "_params", "_nout", "_nreg",
-                 "versions", "inner", "composite", "__weakref__")
+                 "versions", "inner", "composite", "subgraphs", "__weakref__")
 
     def __init__(self, op: OpDef | None, name: str, attrs: dict[str, str] | None = None,
                  inputs: list[Entry] | None = None, params: Params | None = None):
@@ -68,12 +76,21 @@ class Node:
         # the composite.Expansion this node was made in: monitors report the composite's
         # inputs and outputs, as MXNet reports the op's
         self.composite = None
+        # the Symbols a control-flow node runs (MXNet's "subgraphs" JSON key); its params
+        # carry them as ``_subgraphs``
+        self.subgraphs: tuple = ()
+
+    def set_subgraphs(self, subgraphs) -> None:
+        """Attach the subgraph Symbols this node runs (params are parsed again)."""
+        self.subgraphs = Subgraphs(subgraphs)
+        self._params = None
 
     def with_inputs(self, inputs: list[Entry]) -> Node:
         """The same operator application reading ``inputs`` (a graph pass's copy: what the
         node stands for, ``inner``/``composite``, goes with it)."""
         new = Node(self.op, self.name, self.attrs, inputs, params=self._params)
         new.inner, new.composite = self.inner, self.composite
+        new.subgraphs = self.subgraphs
         return new
 
     @property
@@ -86,6 +103,8 @@ class Node:
         if self._params is None:
             self._params = Params() if self.op is None else \
                 op_params(self.op, self.attrs, self.where)
+            if self.subgraphs:  # per node: equal attributes do not mean equal subgraphs
+                self._params = Params({**self._params, "_subgraphs": self.subgraphs})
         return self._params
 
     def reset_params(self) -> None:

@@ -17,7 +17,7 @@ import torch
 
 from . import config
 from .attrs import Params
-from .base import NAME_TO_TORCH
+from .base import NAME_TO_TORCH, DeferredError
 from .graph import IndexedGraph, Node
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -200,6 +200,9 @@ def guarded(kernel: Callable, fallback: Callable, what: str) -> Callable:
         try:
             out = kernel(p, ins, aux, rt)
             state["fn"] = kernel
+        except DeferredError:  # an error in the values (not positive definite...), not the kernel's
+            state["fn"] = kernel
+            raise
         except Exception as err:  # noqa: BLE001 - any compiler/launcher failure falls back
             cause = err.__cause__ or err.__context__
             why = f"{type(err).__name__}: {err}" + \

@@ -352,6 +352,11 @@ def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
         if merged is not heads:
             heads, fwd = merged, None
     fwd, fwd_values = (fwd[0], fwd[1:]) if fwd is not None else (IndexedGraph(heads), None)
+    for node in fwd.nodes:
+        if node.op is not None and node.op.eager is not None:
+            raise ShapeError(f"Error in {node.where}: the output shape of {node.op.name} "
+                             "depends on its input values, which a bound graph cannot plan; "
+                             "call it imperatively (mx.nd) instead")
     by_name = {fwd.nodes[i].name: i for i in fwd.variable_ids}
     graph, grads = _combined(heads, [by_name[n] for n in wrt], fwd)
     shapes, dtypes = _infer_all(graph, fwd, shapes_in, dtypes_in, grads, fwd_values)

@@ -1,6 +1,6 @@
 """Detection operators against MXNet 1.9.1 (fixtures from tests/fixtures/detection/generate.py):
-box_iou, box_encode, box_decode, box_nms with its gradient, bipartite_matching and the
-MultiBox ops; plus shape and parameter errors."""
+box_iou, box_encode, box_decode, box_nms with its gradient, bipartite_matching, the
+MultiBox ops, Proposal and MultiProposal; plus shape and parameter errors."""
 from __future__ import annotations
 
 import json
@@ -62,7 +62,40 @@ def test_box_nms_hidden_output_and_alias():
     (lambda: mx.nd.contrib.box_decode(mx.nd.zeros((3, 4)), mx.nd.zeros((1, 3, 4))), "dim == 3"),
     (lambda: mx.nd.contrib.bipartite_matching(mx.nd.zeros((3,)), threshold=0.1), "dim >= 2"),
     (lambda: mx.nd.contrib.box_nms(mx.nd.zeros((3, 6)), in_format="xywh"), "xywh"),
+    (lambda: mx.nd.contrib.MultiBoxTarget(mx.nd.zeros((2, 5, 4)), mx.nd.zeros((2, 1, 5)),
+                                          mx.nd.zeros((2, 3, 5))), "shared across the batch"),
+    (lambda: mx.nd.contrib.MultiBoxTarget(mx.nd.zeros((1, 5, 4)), mx.nd.zeros((2, 1, 5)),
+                                          mx.nd.zeros((2, 3, 4))), "anchors mismatch"),
+    (lambda: mx.nd.contrib.MultiBoxDetection(mx.nd.zeros((1, 3, 5)), mx.nd.zeros((1, 16)),
+                                             mx.nd.zeros((1, 5, 4))), "4 values per anchor"),
+    (lambda: mx.nd.contrib.MultiBoxDetection(mx.nd.zeros((1, 3, 5)), mx.nd.zeros((1, 20)),
+                                             mx.nd.zeros((1, 5, 4)), variances=(1, 2)),
+     "variances"),
+    (lambda: mx.nd.contrib.Proposal(mx.nd.zeros((2, 24, 3, 3)), mx.nd.zeros((2, 48, 3, 3)),
+                                    mx.nd.zeros((2, 3))), "one image per call"),
+    (lambda: mx.nd.contrib.MultiProposal(mx.nd.zeros((2, 8, 3, 3)), mx.nd.zeros((2, 16, 3, 3)),
+                                         mx.nd.zeros((2, 3))), "2 \\* 12 channels"),
 ])
 def test_errors_name_op_and_shape(call, match):
     with pytest.raises(MXNetError, match=match):
         call()
+
+
+def test_proposal_outputs_and_zero_gradient():
+    """Proposal's score output is hidden unless output_score (MXNet's NumVisibleOutputs);
+    MultiProposal's gradient is zero (MXNet test_operator.py::test_multi_proposal_op)."""
+    x = mx.sym.Variable("x")
+    assert mx.sym.contrib.Proposal(x, name="p").list_outputs() == ["p_output"]
+    both = mx.sym.contrib.MultiProposal(x, name="p", output_score=True,
+                                        rpn_post_nms_top_n=4)
+    assert both.list_outputs() == ["p_output", "p_score"]
+    assert both.infer_shape(x=(3, 24, 2, 2))[1] == [(12, 5), (12, 1)]
+    name = "multi_proposal"
+    data = [mx.nd.array(v) for v in _inputs(name)]
+    for v in data:
+        v.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.contrib.MultiProposal(*data, **dict(CASES[name][1], output_score=False))
+    out.backward(mx.nd.ones(out.shape))
+    for v in data:
+        assert not v.grad.asnumpy().any()

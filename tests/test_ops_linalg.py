@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph.base import DTypeError, ShapeError
+from symgraph.base import DTypeError, MXNetError, ShapeError
 
 RECORDS = json.loads((Path(__file__).parent / "fixtures" / "linalg" / "ops.json").read_text())
 
@@ -43,12 +43,27 @@ def test_shape_errors_name_op_and_shapes():
         mx.sym.linalg.maketrian(a).infer_shape(a=(2, 5))
     with pytest.raises(ShapeError, match="do not match"):
         mx.sym.linalg.trsm(a, mx.sym.Variable("b")).infer_shape(a=(3, 3), b=(4, 2))
+    with pytest.raises(ShapeError, match=r"linalg_gelqf.*m <= n.*\(2, 4, 3\)"):
+        mx.sym.linalg.gelqf(a).infer_shape(a=(2, 4, 3))
+    with pytest.raises(ShapeError, match=r"linalg_syevd.*\(3, 4\)"):
+        mx.sym.linalg.syevd(a).infer_shape(a=(3, 4))
 
 
-def test_det_is_float_only():
+def test_factor_output_shapes():
+    """MXNet's LaLQFactShape / LaEigFactShape: Q like A, L (..., m, m); U like A, lambda
+    (..., n)."""
     a = mx.sym.Variable("a")
-    with pytest.raises(DTypeError, match="float32 and float64"):
-        mx.sym.linalg.det(a).infer_type(a=np.int32)
+    _, outs, _ = mx.sym.linalg.gelqf(a).infer_shape(a=(2, 3, 5))
+    assert outs == [(2, 3, 5), (2, 3, 3)]
+    _, outs, _ = mx.sym.linalg.syevd(a).infer_shape(a=(2, 1, 4, 4))
+    assert outs == [(2, 1, 4, 4), (2, 1, 4)]
+
+
+@pytest.mark.parametrize("op", ["det", "gelqf", "syevd"])
+def test_float_only(op):
+    a = mx.sym.Variable("a")
+    with pytest.raises(DTypeError, match=f"linalg_{op}.*float32 and float64"):
+        getattr(mx.sym.linalg, op)(a).infer_type(a=np.int32)
 
 
 def test_kernels_refuse_matrices_beyond_their_limit():
@@ -66,3 +81,15 @@ def test_singular_slogdet_is_zero_sign_and_minus_inf():
     np.testing.assert_allclose(sign.asnumpy(), [1., 0., -1.])
     np.testing.assert_allclose(logabsdet.asnumpy(), [np.log(5.), -np.inf, np.log(5.)],
                                rtol=1e-6)
+
+
+def test_potrf_of_a_matrix_not_positive_definite_raises():
+    """MXNet's potrf raises (LAPACK's info > 0) where the Cholesky factor does not exist."""
+    with pytest.raises(MXNetError, match="not symmetric or not positive definite"):
+        mx.nd.linalg.potrf(mx.nd.array([[[4., 2.], [2., 5.]], [[1., 2.], [2., 1.]]])).asnumpy()
+
+
+def test_inverse_of_a_singular_matrix_raises():
+    """MXNet's inverse raises "the input matrix is non-convertible" (getrf's info > 0)."""
+    with pytest.raises(MXNetError, match="non-convertible"):
+        mx.nd.linalg.inverse(mx.nd.array([[[2., 1.], [1., 3.]], [[1., 2.], [2., 4.]]])).asnumpy()

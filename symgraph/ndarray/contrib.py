@@ -7,7 +7,16 @@ from .. import ndarray  # noqa: F401
 from ..context import current_context
 from ..contrib import functions as _functions
 from ..contrib.functions import isfinite, isinf, isnan  # noqa: F401
+from ..contrib.optimizer_updates import (  # noqa: F401 - MXNet's contrib wrappers
+    adamw_update,
+    mp_adamw_update,
+    multi_adamw_update,
+    multi_lamb_update,
+    multi_mp_adamw_update,
+    multi_mp_lamb_update,
+)
 from ..ops.namespaces import module_getattr as _module_getattr
+from .control_flow import cond, foreach, while_loop  # noqa: F401 - MXNet's contrib names
 from .random import uniform
 from .register import make_function as _make_function
 

@@ -32,6 +32,7 @@ from ..base import MXNetError, ShapeError
 from ..context import Context, current_context
 from ..graph import op_params
 from ..ops.base import OpDef, Runtime, get_op
+from ..util import is_np_shape
 from .ndarray import NDArray
 
 # (op name, id(params), shapes, dtypes, device) -> (params, forward, number of visible outputs)
@@ -108,6 +109,10 @@ def _plan(op: OpDef, p, called: str, ins: list[torch.Tensor], device: torch.devi
 
 
 def _infer(op: OpDef, p, called: str, shapes: tuple) -> list:
+    if any(0 in s for s in shapes) and not is_np_shape():
+        raise ShapeError(f"Operator {called} inferring shapes failed: input shapes "
+                         f"{list(shapes)} have a 0 dimension, which MXNet's legacy shapes "
+                         "read as unknown; zero-size arrays need `with mx.np_shape(True)`")
     result = op.infer_shape(p, [tuple(s) for s in shapes])
     if result is None:
         raise ShapeError(f"{called}: cannot infer the output shape from input shapes "
@@ -146,18 +151,60 @@ def invoke(called: str, args: tuple, kwargs: dict, out=None):
         kwargs["ctx"] = str(ctx)  # creation ops record it, as in MXNet
     kwargs.pop("name", None)
     arrays, named, attrs = _split(op, called, args, kwargs)
+    if out is not None and not (arrays or named) and "shape" not in attrs and any(
+            q.name == "shape" for q in op.params):  # fill out= (MXNet's legacy _set_value)
+        attrs["shape"] = str(tuple((out if isinstance(out, NDArray) else out[0]).shape))
     if op.key_var_num_args and op.key_var_num_args not in attrs:
         attrs[op.key_var_num_args] = str(len(arrays) + len(named))
     p = op_params(op, attrs, f"operator {called}")
     slots = op.input_names(p) + op.aux_names(p)
     inputs = _wire(called, slots, arrays, named)
+    if out is not None and op.mutated_inputs(p):  # an update writing over its own input may
+        p = _mark_written(p, inputs, out)  # compute differently (MXNet's nag_mom_update)
     context, device = _device(inputs, ctx)
-    if autograd._STATE.recording and any(autograd.is_tracked(a) for a in inputs):
+    if op.eager is not None:  # output shape from values: registered fixed-shape ops run it
+        results = list(op.eager(_EagerBuilder(context), p, inputs))
+    elif autograd._STATE.recording and any(autograd.is_tracked(a) for a in inputs):
         from .recorded import apply_op
         results = apply_op(called, attrs, inputs, len(op.input_names(p)))
     else:
         results = _run(op, p, called, inputs, context, device)
     return _deliver(results, out)
+
+
+def _mark_written(p, inputs: list[NDArray], out):
+    """``p`` with ``_out_is_input``: the indices of the inputs ``out=`` also names."""
+    targets = [out] if isinstance(out, NDArray) else list(out)
+    written = tuple(i for i, a in enumerate(inputs) if any(a is t for t in targets))
+    return type(p)({**p, "_out_is_input": written}) if written else p
+
+
+class _EagerBuilder:
+    """What an ``OpDef.eager`` rule may do: call registered ops, read and make arrays."""
+
+    def __init__(self, context: Context):
+        self.context = context
+
+    def op(self, name: str, *arrays: NDArray, **attrs) -> NDArray:
+        return invoke(name, arrays, attrs)
+
+    def value(self, array: NDArray) -> torch.Tensor:
+        return array._t
+
+    def array(self, tensor: torch.Tensor) -> NDArray:
+        arr = NDArray(tensor)
+        arr._ctx = self.context
+        return arr
+
+    def constant(self, tensor: torch.Tensor, *inputs: NDArray) -> NDArray:
+        """``tensor`` as an array made from ``inputs`` with a zero gradient to them (an
+        empty result): under autograd a backward through it reaches them."""
+        arr = self.array(tensor)
+        if autograd._STATE.recording and any(autograd.is_tracked(a) for a in inputs):
+            def zeros(ograds: list) -> list:
+                return [torch.zeros_like(a._t) for a in inputs]
+            autograd.attach([arr], autograd.Node(inputs, 1, zeros, "constant"))
+        return arr
 
 
 def _run(op: OpDef, p, called: str, inputs: list[NDArray], context: Context,

@@ -173,6 +173,12 @@ class OpDef:
     # graphs run the expansion (symgraph.composite), never the op itself; forward, shape and
     # dtype rules default to ones derived from it (an explicit shape rule may override).
     decompose: Callable | None = None
+    # an op whose output shape depends on input values (boolean_mask): (b, p, ins) -> outs,
+    # run imperatively (mx.nd) in place of ``forward``: ``b.op(name, *arrays, **attrs)`` calls
+    # registered fixed-shape ops (recorded under autograd, so their gradients apply),
+    # ``b.value(array)`` reads a tensor, ``b.array(tensor)`` wraps one, ``b.constant(tensor,
+    # *arrays)`` wraps one made from ``arrays`` with zero gradient. Bound graphs reject it.
+    eager: Callable | None = None
 
     def __post_init__(self):
         if self.decompose is not None:

@@ -333,3 +333,107 @@ register(OpDef(
 
     The outputs are named ``output0 ... output{n-1}``; with ``squeeze_axis`` the split axis
     (whose size must then equal ``num_outputs``) is dropped."""))
+
+
+# ------------------------------------------------------------------ _split_v2
+
+def split_bounds(p, size: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of each ``_split_v2`` part along an axis of ``size`` (MXNet's rule:
+    ``sections`` parts, the first ``size % sections`` one longer; else the ``indices``)."""
+    if p.sections > 0:
+        short, extra = divmod(size, p.sections)
+        starts = [i * short + min(i, extra) for i in range(p.sections + 1)]
+    else:
+        starts = list(p.indices) + [size]
+    return list(zip(starts[:-1], starts[1:]))
+
+
+def _split_v2_shape(p, shapes):
+    src = shapes[0]
+    if not src:
+        return None
+    axis = norm_axis(p.axis, len(src), "_split_v2")
+    size = src[axis]
+    outs = []
+    for i, (start, end) in enumerate(split_bounds(p, size)):
+        if size and not 0 <= start <= end <= size:
+            raise ShapeError(f"_split_v2: part {i} runs from {start} to {end}, outside the "
+                             f"axis {axis} of size {size} (input shape {tuple(src)})")
+        if p.squeeze_axis and size and end - start != 1:
+            raise ShapeError(f"_split_v2: expected axis size of 1 but got {end - start} for "
+                             f"part {i} (squeeze_axis=True, input shape {tuple(src)})")
+        width = end - start if size else 0
+        out = src[:axis] + (() if p.squeeze_axis else (width,)) + src[axis + 1:]
+        outs.append(out or (1,))
+    return shapes, outs
+
+
+def _split_v2_sizes(p, x: torch.Tensor) -> tuple[int, list[int]]:
+    axis = norm_axis(p.axis, x.dim(), "_split_v2")
+    return axis, [end - start for start, end in split_bounds(p, x.shape[axis])]
+
+
+def _split_v2_forward(p, ins, aux, rt):
+    x = ins[0]
+    axis, sizes = _split_v2_sizes(p, x)
+    parts = [x.narrow(axis, start, n).contiguous()
+             for (start, _), n in zip(split_bounds(p, x.shape[axis]), sizes)]
+    if p.squeeze_axis:
+        parts = [t.squeeze(axis) if x.dim() > 1 else t for t in parts]
+    return tuple(parts)
+
+
+def triton_split_v2(p, ins, aux, rt):
+    """_split_v2 as one Triton launch writing every part."""
+    from kernels.copy import split
+    x = ins[0]
+    axis, sizes = _split_v2_sizes(p, x)
+    start = split_bounds(p, x.shape[axis])[0][0]
+    if start or sum(sizes) != x.shape[axis]:  # indices need not start at 0
+        x = x.narrow(axis, start, sum(sizes))
+    parts = split(x, sizes, axis)
+    if p.squeeze_axis and x.dim() > 1:
+        parts = tuple(t.squeeze(axis) for t in parts)
+    return parts
+
+
+def _split_v2_grad(g, p, ins, outs, og):
+    """The parts' gradients joined back (MXNet's ``_split_v2_backward``); a part missing
+    from the start of the axis (``indices`` not starting at 0) has a zero gradient."""
+    if p.squeeze_axis:
+        return [g.op("reshape_like", g.op("stack", *og, num_args=len(og), axis=p.axis),
+                     ins[0])]
+    joined = g.op("Concat", *og, num_args=len(og), dim=p.axis)
+    if p.sections == 0 and p.indices and p.indices[0] != 0:
+        return [g.op("_backward_slice_axis", joined, ins[0], axis=p.axis, begin=p.indices[0],
+                     end=None)]
+    return [joined]
+
+
+def _split_v2_check(p) -> None:
+    if p.sections <= 0 and not p.indices:
+        raise ShapeError("_split_v2: give sections > 0 or at least one split index")
+    if p.sections > MAX_VARIADIC or len(p.indices) > MAX_VARIADIC:
+        raise ShapeError(f"_split_v2: at most {MAX_VARIADIC} parts")
+
+
+register(OpDef(
+    name="_split_v2",
+    params=(Param("indices", "shape", doc="Where the parts start along axis (the Python "
+                  "wrappers prepend 0); ignored when sections > 0."),
+            Param("axis", "int", 1, doc="The axis to split."),
+            Param("squeeze_axis", "bool", False,
+                  doc="Drop the split axis (every part must have size 1 along it)."),
+            Param("sections", "int", 0, doc="Number of parts (0: split at indices).")),
+    outputs=lambda p: [f"output{i}" for i in range(p.sections or len(p.indices))],
+    check=_split_v2_check, infer_shape=_split_v2_shape, forward=_split_v2_forward,
+    kernel=triton_split_v2, gradient=_split_v2_grad,
+    cases=(Case(((2, 7, 3),), {"sections": 3, "indices": ()}),
+           Case(((5, 3),), {"indices": (0, 1, 4), "axis": 0}),
+           Case(((2, 3, 3),), {"sections": 3, "indices": (), "axis": -1,
+                               "squeeze_axis": True}),
+           Case(((6, 2),), {"indices": (2, 3), "axis": 0}),
+           Case(((2, 5),), {"indices": (1, 3), "axis": 1})),
+    doc="""Split an array along ``axis`` into ``sections`` parts (the first ``size %
+    sections`` one element longer) or at ``indices`` (``mx.nd.split_v2(x, (2, 5))`` passes
+    ``indices=(0, 2, 5)``), as ``numpy.split``."""))

@@ -3,7 +3,8 @@ MXNet 1.9.1's forms, batched over leading axes:
 
 * ``potrf(A, lower)``: Cholesky factor L (A = L L^T; A read from its lower triangle) or U
   (``lower=False``: A = U^T U, read from the upper triangle); gradient
-  ``dA = 0.5 L^-T copyLTU(L^T dL) L^-1`` (symmetric, as MXNet's);
+  ``dA = 0.5 L^-T copyLTU(L^T dL) L^-1`` (symmetric, as MXNet's); a matrix that is not
+  positive definite raises ``NotPositiveDefiniteError`` (an MXNetError, as MXNet's LAPACK);
 * ``potri(A, lower)``: (L L^T)^-1 from a Cholesky factor (composite: ``trsm`` of the
   identity, then ``syrk``);
 * ``trsm(A, B)``: X with op(A) X = alpha B (or X op(A) = alpha B with ``rightside``),
@@ -11,10 +12,19 @@ MXNet 1.9.1's forms, batched over leading axes:
   ``-op(dB) op(X) / alpha``;
 * ``inverse(A)``, ``det(A)``, ``slogdet(A)`` (sign, log|det|) by Gauss-Jordan elimination
   with partial pivoting; gradients ``-A^-T dOut A^-T``, ``ddet det A^-T`` and
-  ``dlogabsdet A^-T`` (none through sign). MXNet's hidden LU and pivot outputs of det and
-  slogdet are not produced.
+  ``dlogabsdet A^-T`` (none through sign; zero for an exactly singular matrix, as MXNet's).
+  The inverse of a singular matrix raises ``SingularMatrixError`` (an MXNetError, as
+  MXNet's). MXNet's hidden LU and pivot outputs of det and slogdet are not produced;
+* ``gelqf(A)`` -> (Q, L): A = L Q for (m, n) matrices, m <= n, L lower triangular, Q
+  row-orthonormal, signs as LAPACK's Householder (``L[i, i] = -sign(alpha) norm``);
+  gradient ``dA = L^-T (dQ + copyLTU(L^T dL - dQ Q^T) Q)``;
+* ``syevd(A)`` -> (U, lambda): A = U^T diag(lambda) U read from A's lower triangle, rows of
+  U the eigenvectors, lambda ascending, each row signed so its largest |entry| is positive;
+  gradient ``dA = U^T Y U``, Y the skew part of ``dU U^T`` over twice the eigenvalue gaps
+  (mirrored) with ``dlambda`` on the diagonal.
 
-The primitives run :mod:`kernels.linalg` (one Triton program per matrix, up to 64 x 64).
+The primitives run :mod:`kernels.linalg` (one Triton program per matrix, up to 64 x 64;
+syevd by cyclic Jacobi sweeps).
 
 >>> import symgraph as mx
 >>> a = mx.nd.array([[4, 2], [2, 5]])
@@ -26,11 +36,19 @@ array([-5.], dtype=float32)
 >>> mx.nd.linalg.trsm(mx.nd.array([[2, 0], [1, 1]]), mx.nd.array([[2], [3]])).asnumpy()
 array([[1.],
        [2.]], dtype=float32)
+>>> u, lam = mx.nd.linalg.syevd(mx.nd.array([[2, 1], [1, 2]]))
+>>> lam.asnumpy()
+array([1., 3.], dtype=float32)
+>>> q, l = mx.nd.linalg.gelqf(mx.nd.array([[3, 4]]))
+>>> q.asnumpy(), l.asnumpy()
+(array([[-0.6, -0.8]], dtype=float32), array([[-5.]], dtype=float32))
 """
 from __future__ import annotations
 
+import torch
+
 from ..attrs import Param
-from ..base import DTypeError, ShapeError
+from ..base import DeferredError, DTypeError, ShapeError
 from .base import Case, OpDef, register
 from .linalg_tri import TRIANG_PARAMS, _square, grad_op
 
@@ -61,15 +79,29 @@ def _float_only(op: str, visible: int):
 
 # ---------------------------------------------------------------- potrf / potri
 
+class NotPositiveDefiniteError(DeferredError):
+    """potrf of a matrix that is not symmetric positive definite (MXNet's LAPACK check)."""
+
+
+def _checked(low):
+    """``low`` if every diagonal entry of the factor is positive (a failed pivot leaves 0 or
+    NaN there); MXNetError as MXNet's potrf otherwise."""
+    if not bool((torch.diagonal(low, 0, -2, -1) > 0).all()):
+        raise NotPositiveDefiniteError(
+            f"linalg_potrf: potrf failed on an input of shape {tuple(low.shape)}. This may "
+            "happen when the input matrix is either not symmetric or not positive definite.")
+    return (low,)
+
+
 def _potrf_forward(p, ins, aux, rt):
     from kernels.linalg import potrf_ref
-    return (potrf_ref(ins[0], p.lower),)
+    return _checked(potrf_ref(ins[0], p.lower))
 
 
 def triton_potrf(p, ins, aux, rt):
     """Cholesky: one Triton program per matrix."""
     from kernels.linalg import potrf
-    return (potrf(ins[0], p.lower),)
+    return _checked(potrf(ins[0], p.lower))
 
 
 def _potrf_gradient(g, p, ins, outs, og):
@@ -173,9 +205,16 @@ def _gauss_kernel(kind: str):
     return triton_gauss
 
 
+class SingularMatrixError(DeferredError):
+    """inverse of an exactly singular matrix (MXNet's getrf check)."""
+
+
 def _gauss_outputs(kind: str, got, a):
     inv, sign, logdet = got
     if kind == "inverse":
+        if not bool((sign != 0).all()):
+            raise SingularMatrixError(f"linalg_inverse: the input matrix is non-convertible "
+                                      f"(singular) in an input of shape {tuple(a.shape)}")
         return (inv,)
     if a.dim() == 2:
         sign, logdet = sign.reshape(1), logdet.reshape(1)
@@ -211,13 +250,26 @@ def _inverse_gradient(g, p, ins, outs, og):
     return [grad_op(g, "_linalg_gemm2", outs[0], tmp, transpose_a=True, alpha=-1.0)]
 
 
+def _nonsingular(g, a, det):
+    """(A with each singular matrix (det 0) replaced by I, 1 where det != 0 else 0): the
+    inverse of the first is finite, and MXNet gives singular matrices a zero gradient."""
+    keep = g.op("_not_equal_scalar", det, scalar=0.0)
+    eye = g.op("_linalg_makediag", g.op("ones_like", g.op("_linalg_extractdiag", a)))
+    swap = _scaled_by(g, g.op("_rminus_scalar", keep, scalar=1.0),
+                      g.op("elemwise_sub", eye, a), a)
+    return g.op("elemwise_add", a, swap), keep
+
+
 def _det_gradient(g, p, ins, outs, og):
-    scale = g.op("elemwise_mul", og[0], outs[0])
-    return [_scaled_by(g, scale, _inverse_t(g, ins[0]), ins[0])]
+    safe, _ = _nonsingular(g, ins[0], outs[0])
+    scale = g.op("elemwise_mul", og[0], outs[0])  # zero where det is
+    return [_scaled_by(g, scale, _inverse_t(g, safe), ins[0])]
 
 
 def _slogdet_gradient(g, p, ins, outs, og):
-    return [_scaled_by(g, og[1], _inverse_t(g, ins[0]), ins[0])]
+    safe, keep = _nonsingular(g, ins[0], outs[0])  # sign: 0 where log|det| = -inf
+    scale = g.op("elemwise_mul", og[1], keep)
+    return [_scaled_by(g, scale, _inverse_t(g, safe), ins[0])]
 
 
 _WELL = dict(low=-1.0, high=1.0)
@@ -245,3 +297,88 @@ register(OpDef(
     kernel=_gauss_kernel("slogdet"), gradient=_slogdet_gradient,
     cases=(Case(((3, 3),), **_WELL), Case(((2, 4, 4),), **_WELL)),
     doc="Sign and log of the absolute determinant of each square matrix."))
+
+
+# ---------------------------------------------------------------- gelqf / syevd
+
+def _pair_forward(fn: str):
+    def forward(p, ins, aux, rt):
+        import kernels.linalg as la
+        return getattr(la, f"{fn}_ref")(ins[0])
+    return forward
+
+
+def _pair_kernel(fn: str):
+    def triton_pair(p, ins, aux, rt):
+        import kernels.linalg as la
+        return getattr(la, fn)(ins[0])
+    triton_pair.__name__ = f"triton_linalg_{fn}"
+    return triton_pair
+
+
+def _gelqf_shape(p, shapes):
+    x = shapes[0]
+    if not x:
+        return None
+    if len(x) < 2 or (x[-1] and x[-2] > x[-1]):
+        raise ShapeError(f"linalg_gelqf: input A must be a tensor of (m, n) matrices with "
+                         f"m <= n, got shape {x}")
+    return shapes, [tuple(x), tuple(x[:-1]) + (x[-2],)]
+
+
+def _syevd_shape(p, shapes):
+    x = shapes[0]
+    if not x:
+        return None
+    _square("linalg_syevd", x)
+    return shapes, [tuple(x), tuple(x[:-1])]
+
+
+def _gelqf_gradient(g, p, ins, outs, og):
+    """dA = L^-T (dQ + copyLTU(L^T dL - dQ Q^T) Q) (MXNet's gelqf_backward)."""
+    (q, low), (dq, dlow) = outs, og
+    ltdl = grad_op(g, "_linalg_trmm", low, dlow, transpose=True)
+    dqqt = grad_op(g, "_linalg_gemm2", dq, q, transpose_b=True, alpha=-1.0)
+    sym = g.op("_linalg_mirrortrian", g.op("elemwise_add", ltdl, dqqt))
+    full = g.op("elemwise_add", grad_op(g, "_linalg_gemm2", sym, q), dq)
+    return [g.op("_linalg_trsm", low, full, transpose=True)]
+
+
+# MXNet clamps eigenvalue gaps at 1e-30 (float32) or 1e-100 (float64); a gradient rule does
+# not see dtypes, so 1e-30 serves both (they differ only for gaps below 1e-30)
+_GAP_EPS = 1e-30
+
+
+def _syevd_gradient(g, p, ins, outs, og):
+    """dA = U^T Y U with Y[i, j] = (X[i, j] - X[j, i]) / (2 max(lam_i - lam_j, eps)) off
+    the diagonal (i > j, mirrored) and dlam on it, X = dU U^T (MXNet's syevd_backward)."""
+    (u, lam), (du, dlam) = outs, og
+    x = grad_op(g, "_linalg_gemm2", du, u, transpose_b=True)
+    skew = g.op("elemwise_sub", x, g.op("SwapAxis", x, dim1=-1, dim2=-2))
+    gap = g.op("broadcast_sub", g.op("expand_dims", lam, axis=-1),
+               g.op("expand_dims", lam, axis=-2))
+    gap = g.op("_mul_scalar", g.op("_maximum_scalar", gap, scalar=_GAP_EPS), scalar=2.0)
+    low = g.op("_linalg_masktrian", g.op("broadcast_div", skew, gap), offset=-1)
+    y = g.op("elemwise_add", g.op("_linalg_mirrortrian", low), g.op("_linalg_makediag", dlam))
+    uty = grad_op(g, "_linalg_gemm2", u, y, transpose_a=True)
+    return [grad_op(g, "_linalg_gemm2", uty, u)]
+
+
+register(OpDef(
+    name="_linalg_gelqf", aliases=("linalg_gelqf",), inputs=("A",),
+    outputs=("output0", "output1"),  # Q, L (MXNet lists no output names)
+    infer_shape=_gelqf_shape, infer_type=_float_only("linalg_gelqf", 2),
+    forward=_pair_forward("gelqf"), kernel=_pair_kernel("gelqf"), gradient=_gelqf_gradient,
+    cases=(Case(((2, 3),)), Case(((2, 3, 3),)), Case(((2, 1, 1, 4),))),
+    doc="LQ factorization A = L Q (L lower triangular, Q row-orthonormal) of each matrix."))
+
+register(OpDef(
+    name="_linalg_syevd", aliases=("linalg_syevd",), inputs=("A",),
+    outputs=("output0", "output1"),  # U, lambda (MXNet lists no output names)
+    infer_shape=_syevd_shape, infer_type=_float_only("linalg_syevd", 2),
+    forward=_pair_forward("syevd"), kernel=_pair_kernel("syevd"), gradient=_syevd_gradient,
+    # finite differences see the lower triangle only, MXNet's gradient is symmetric: the
+    # gradient is checked on 1 x 1 matrices here and in tests/test_ops_linalg.py otherwise
+    cases=(Case(((2, 1, 1),)), Case(((3, 3),), grad=False), Case(((2, 1, 4, 4),), grad=False)),
+    doc="Symmetric eigendecomposition A = U^T diag(lambda) U of each matrix (lower triangle "
+        "read), eigenvalues ascending."))

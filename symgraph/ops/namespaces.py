@@ -29,9 +29,8 @@ PREFIXES = {"": "", "op": "", "_internal": "", "linalg": "_linalg_", "contrib": 
 
 
 # Python-level contrib functions MXNet defines over operators without the _contrib_ prefix
-CONTRIB_EXTRA = {name: f"_{name}" for name in (
-    "adamw_update", "mp_adamw_update", "multi_adamw_update", "multi_mp_adamw_update",
-    "multi_lamb_update", "multi_mp_lamb_update", "cond", "foreach", "while_loop")}
+# (the optimizer wrappers are functions of their own: symgraph.contrib.optimizer_updates)
+CONTRIB_EXTRA = {name: f"_{name}" for name in ("cond", "foreach", "while_loop")}
 
 
 def registry_name(namespace: str, name: str) -> str | None:

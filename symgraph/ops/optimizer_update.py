@@ -7,10 +7,9 @@ master copy ``weight32`` (updated in place) of an fp16 weight and return it cast
 weight's dtype. The math is :mod:`kernels.optimizer`'s, the same multi-tensor kernel (and
 torch references) the Python optimizers run; these ops have no gradient.
 
-Two differences from MXNet 1.9.1: its ``nag_mom_update`` called with ``out=weight`` takes
-the momentum's weight-decay term from the already written weight (the op here always uses
-the weight it was given, MXNet's result when ``out`` is another array), and its
-``_adamw_update`` also overwrites ``grad`` with the rescaled, clipped gradient (not here).
+As in MXNet 1.9.1, ``_adamw_update`` also overwrites ``grad`` with the rescaled, clipped
+gradient, and ``nag_mom_update`` called with ``out=weight`` (``mp_nag_mom_update`` always)
+takes the momentum's weight-decay term from the already written weight.
 
 >>> import symgraph as mx
 >>> w, g, mom = mx.nd.ones((2,)), mx.nd.ones((2,)), mx.nd.zeros((2,))
@@ -25,7 +24,7 @@ symgraph.base.ShapeError: Error in operator sgd_update: Shape inconsistent ...
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -85,13 +84,18 @@ class Rule:
 
     ``kernel``: the rule's wrapper name; ``states``: input indices of its states (in the
     wrapper's order); ``master``: the fp32 master weight's index (mp ops); ``new_out``: the
-    output is a new tensor even with a master (LAMB's phase 1 direction).
+    output is a new tensor even with a master (LAMB's phase 1 direction); ``writes_grad``:
+    ``grad`` is overwritten with ``clip(rescale_grad * grad)`` (MXNet 1.9.1's
+    ``_adamw_update``); ``over_weight``: the rule to run instead when ``out=`` is the weight
+    itself (``p._out_is_input``; MXNet's in-place ``nag_mom_update``).
     """
 
     kernel: str
     states: tuple[int, ...]
     master: int | None = None
     new_out: bool = False
+    writes_grad: bool = False
+    over_weight: str | None = None
 
 
 def run_rule(rule: Rule, hp, ins, triton: bool) -> torch.Tensor:
@@ -118,13 +122,25 @@ def run_rule(rule: Rule, hp, ins, triton: bool) -> torch.Tensor:
 
 def forwards(rule: Rule, hparams):
     """(torch forward, Triton kernel) of an op from its rule and ``hparams(p, ins)``."""
-    def forward(p, ins, aux, rt):
+    def run(p, ins, triton: bool):
         hp = hparams(p, ins)
-        return (ins[0].clone() if hp is None else run_rule(rule, hp, ins, False),)
+        if hp is None:
+            return (ins[0].clone(),)
+        chosen = rule
+        if rule.over_weight and 0 in p.get("_out_is_input", ()):
+            chosen = replace(rule, kernel=rule.over_weight)
+        out = run_rule(chosen, hp, ins, triton)
+        if rule.writes_grad:
+            g = ins[1].float() * hp.rescale_grad
+            bound = hp.clip_gradient
+            ins[1].copy_(g.clamp(-bound, bound) if bound >= 0 else g)
+        return (out,)
+
+    def forward(p, ins, aux, rt):
+        return run(p, ins, False)
 
     def triton_optimizer_update(p, ins, aux, rt):
-        hp = hparams(p, ins)
-        return (ins[0].clone() if hp is None else run_rule(rule, hp, ins, True),)
+        return run(p, ins, True)
     return forward, triton_optimizer_update
 
 
@@ -201,6 +217,9 @@ def update_op(name: str, inputs: tuple[str, ...], params: tuple[Param, ...], rul
     fp32 = tuple(rule.states) + ((rule.master,) if rule.master is not None else ())
     infer_type = mp_type(fp32, rule.master if rule.new_out else None) \
         if rule.master is not None else None
+    # as MXNet's FMutateInputs: _adamw_update's write of grad is not declared there either
+    # (so a computed grad composes); the plan never lets another value take grad's buffer
+    # while this node reads it
     mutated = tuple(rule.states) + ((rule.master,) if rule.master is not None and
                                     not rule.new_out else ())
     return register(OpDef(
@@ -228,12 +247,15 @@ update_op("mp_sgd_update", ("weight", "grad", "weight32"), _SGD,
 update_op("mp_sgd_mom_update", ("weight", "grad", "mom", "weight32"), _SGD_MOM,
           Rule("sgd_mom_update", (2,), master=3), _sgd_hp, _MOM,
           "``sgd_mom_update`` of the fp32 master ``weight32`` (in place), cast.")
-update_op("nag_mom_update", _WG, _NAG, Rule("nag_op_update", (2,)), _sgd_hp, _MOM,
+update_op("nag_mom_update", _WG, _NAG,
+          Rule("nag_op_update", (2,), over_weight="nag_mom_update"), _sgd_hp, _MOM,
           "Nesterov momentum: ``mom = momentum*mom - lr*G``; ``w + momentum*mom - lr*G`` with "
-          "``G = clip(r*g) + wd*w``.")
+          "``G = clip(r*g) + wd*w``; with ``out=weight`` the momentum's ``wd*w`` term takes "
+          "the new weight, as in MXNet 1.9.1.")
 update_op("mp_nag_mom_update", ("weight", "grad", "mom", "weight32"), _NAG,
-          Rule("nag_op_update", (2,), master=3), _sgd_hp, _MOM,
-          "``nag_mom_update`` of the fp32 master ``weight32`` (in place), cast.")
+          Rule("nag_mom_update", (2,), master=3), _sgd_hp, _MOM,
+          "``nag_mom_update`` of the fp32 master ``weight32`` (in place), cast; the "
+          "momentum's ``wd*w`` term takes the new ``weight32``, as in MXNet 1.9.1.")
 _EPS8 = _f("epsilon", 1e-8)
 update_op("adam_update", ("weight", "grad", "mean", "var"),
           (LR, BETA1, BETA2, _EPS8, WD, RESCALE, CLIP, LAZY), Rule("adam_update", (2, 3)),
@@ -243,9 +265,11 @@ update_op("adam_update", ("weight", "grad", "mean", "var"),
 _ADAMW = (LR, BETA1, BETA2, _EPS8, WD, _f("eta", doc="Schedule multiplier."), CLIP)
 _ADAMW_CASE = {"lr": 0.01, "eta": 0.5, "wd": 0.05, "clip_gradient": 0.5, "epsilon": 1e-3}
 update_op("_adamw_update", ("weight", "grad", "mean", "var", "rescale_grad"), _ADAMW,
-          Rule("adamw_update", (2, 3)), _adamw_hp(4), _ADAMW_CASE,
-          "AdamW: ``w - eta*(lr*mean/(sqrt(var)+eps) + wd*w)``; skipped (weight returned) "
-          "when the ``rescale_grad`` array holds 0, NaN or inf.", scalars=(4,))
+          Rule("adamw_update", (2, 3), writes_grad=True), _adamw_hp(4), _ADAMW_CASE,
+          "AdamW: ``w - eta*(lr*mean/(sqrt(var)+eps) + wd*w)``; ``grad`` becomes "
+          "``clip(rescale_grad*grad)`` (in place, as in MXNet 1.9.1); skipped (weight "
+          "returned, nothing written) when the ``rescale_grad`` array holds 0, NaN or inf.",
+          scalars=(4,))
 update_op("_mp_adamw_update", ("weight", "grad", "mean", "var", "weight32", "rescale_grad"),
           _ADAMW, Rule("adamw_update", (2, 3), master=4), _adamw_hp(5), _ADAMW_CASE,
           "``_adamw_update`` of the fp32 master ``weight32`` (in place), cast.", scalars=(5,))
@@ -318,3 +342,48 @@ for _mp in (False, True):
         doc="LAMB's step ``w - lr * r1/r2 * g`` (``r1`` bounded; ratio 1 when a norm is 0)"
             + (" from the fp32 ``weight32``, cast (MXNet 1.9.1 does not write ``weight32``)."
                if _mp else ".")))
+
+
+def _group_adagrad_shape(p, shapes):
+    weight, grad, history = shapes
+    try:
+        merged = merge_shape(weight, grad, "grad")
+    except ShapeError as err:
+        raise ShapeError(f"Error in operator _contrib_group_adagrad_update: {err}") from None
+    if not merged:
+        return None
+    if history and history[0] != merged[0]:
+        raise ShapeError(f"Error in operator _contrib_group_adagrad_update: history "
+                         f"{history} needs one row per weight row, weight {merged}")
+    return [merged, merged, history or (merged[0], 1)], [merged]
+
+
+def _group_adagrad(triton: bool):
+    def forward(p, ins, aux, rt):
+        from kernels import optimizer as kops
+        weight, grad, history = (x.contiguous() for x in ins)
+        hp = _hp(lr=p.lr, rescale_grad=p.rescale_grad, clip_gradient=p.clip_gradient,
+                 epsilon=p.epsilon)
+        if triton:
+            new, hist = kops.group_adagrad_update(weight, grad, history, hp)
+        else:
+            new, hist = kops.group_adagrad_update_ref(weight, grad, history, hp)
+        if hist.data_ptr() != ins[2].data_ptr():
+            ins[2].copy_(hist)
+        return (new,)
+    forward.__name__ = ("triton_" if triton else "") + "group_adagrad_update"
+    return forward
+
+
+register(OpDef(
+    name="_contrib_group_adagrad_update", inputs=("weight", "grad", "history"),
+    params=(LR, RESCALE, CLIP, _f("epsilon", 1e-5, doc="Added under the square root.")),
+    infer_shape=_group_adagrad_shape, forward=_group_adagrad(False),
+    kernel=_group_adagrad(True), mutates=(2,), differentiable=False,
+    cases=(Case(((4, 3), (4, 3), (4, 1)), {"lr": 0.1, "rescale_grad": 0.7,
+                                          "clip_gradient": 0.5}, low=0.05, high=1.0,
+                grad=False),
+           Case(((3, 2, 2), (3, 2, 2), (3, 1)), {"lr": 0.2}, low=0.05, high=1.0, grad=False)),
+    doc="Group AdaGrad (one rate per row): ``G = clip(rescale_grad*g)``, ``history += "
+        "mean(G^2 over the row)`` (in place), ``w - lr*G/sqrt(history + epsilon)``. Dense "
+        "arrays (MXNet 1.9.1 implements only the row_sparse gradient form, with this math)."))

@@ -87,9 +87,9 @@ def _psroi_shape(p, shapes):
 
 def _ref(name):
     def forward(p, ins, aux, rt):
-        from kernels import roi
+        from kernels import psroi, roi
         if name.startswith("psroi"):
-            fn = roi.psroi_pool_ref if name == "psroi" else roi.psroi_pool_backward_ref
+            fn = psroi.psroi_pool_ref if name == "psroi" else psroi.psroi_pool_backward_ref
             return (fn(*ins, _psroi_args(p)),)
         if name == "pool":
             return (roi.roi_pool_ref(*ins, tuple(p.pooled_size), p.spatial_scale),)
@@ -126,13 +126,13 @@ def triton_backward_roi_align(p, ins, aux, rt):
 
 def triton_psroi_pooling(p, ins, aux, rt):
     """PSROIPooling as one Triton kernel (a window average per output)."""
-    from kernels.roi import psroi_pool
+    from kernels.psroi import psroi_pool
     return (psroi_pool(*ins, _psroi_args(p)),)
 
 
 def triton_backward_psroi_pooling(p, ins, aux, rt):
     """The PSROIPooling data gradient: atomic adds of dy / bin area."""
-    from kernels.roi import psroi_pool_backward
+    from kernels.psroi import psroi_pool_backward
     return (psroi_pool_backward(*ins, _psroi_args(p)),)
 
 
@@ -225,20 +225,20 @@ def _deform_shape(p, shapes):
 
 
 def _deform_forward(p, ins, aux, rt):
-    from kernels.roi import deform_psroi_pool_ref
+    from kernels.psroi import deform_psroi_pool_ref
     return (deform_psroi_pool_ref(ins[0], ins[1], ins[2] if len(ins) > 2 else None,
                                   _deform_args(p)),)
 
 
 def triton_deformable_psroi_pooling(p, ins, aux, rt):
     """DeformablePSROIPooling as one Triton kernel (S x S bilinear samples per output)."""
-    from kernels.roi import deform_psroi_pool
+    from kernels.psroi import deform_psroi_pool
     return (deform_psroi_pool(ins[0], ins[1], ins[2] if len(ins) > 2 else None,
                               _deform_args(p)),)
 
 
 def _deform_backward(p, ins, aux, rt):
-    from kernels.roi import deform_psroi_pool_backward_ref
+    from kernels.psroi import deform_psroi_pool_backward_ref
     trans = ins[3] if len(ins) > 3 else None
     grads = deform_psroi_pool_backward_ref(ins[0], ins[1], ins[2], trans, _deform_args(p))
     return grads if trans is not None else grads[:1]
@@ -246,7 +246,7 @@ def _deform_backward(p, ins, aux, rt):
 
 def triton_backward_deformable_psroi_pooling(p, ins, aux, rt):
     """DeformablePSROIPooling gradients of data and trans: one Triton launch (atomics)."""
-    from kernels.roi import deform_psroi_pool_backward
+    from kernels.psroi import deform_psroi_pool_backward
     trans = ins[3] if len(ins) > 3 else None
     grads = deform_psroi_pool_backward(ins[0], ins[1], ins[2], trans, _deform_args(p))
     return grads if trans is not None else grads[:1]
@@ -286,3 +286,41 @@ register(OpDef(
                  "no_trans": True}, ints={1: 5})),
     doc="Deformable position-sensitive ROI pooling: each bin averages bilinear samples "
         "shifted by learned offsets ``trans`` (R, 2 * classes, part, part)."))
+
+
+# ---------------------------------------------------------------- RROIAlign
+
+def _rroi_shape(p, shapes):
+    data, rois = shapes
+    if data and len(data) != 4:
+        raise ShapeError(f"RROIAlign: data should be a 4D tensor, got {data}")
+    if rois and (len(rois) != 2 or rois[1] != 6):
+        raise ShapeError(f"RROIAlign: rois should be a 2D tensor of shape (num_rois, 6), "
+                         f"got {rois}")
+    if not data or not rois:
+        return None
+    return shapes, [(rois[0], data[1]) + tuple(p.pooled_size)]
+
+
+def _rroi_forward(p, ins, aux, rt):
+    from kernels.roi import rroi_align_ref
+    return (rroi_align_ref(*ins, tuple(p.pooled_size), p.spatial_scale, p.sampling_ratio),)
+
+
+def triton_rroi_align(p, ins, aux, rt):
+    """RROIAlign as one Triton kernel (rotated bilinear samples averaged per output)."""
+    from kernels.roi import rroi_align
+    return (rroi_align(*ins, tuple(p.pooled_size), p.spatial_scale, p.sampling_ratio),)
+
+
+register(OpDef(
+    name="_contrib_RROIAlign", inputs=("data", "rois"), infer_shape=_rroi_shape,
+    forward=_rroi_forward, kernel=triton_rroi_align, differentiable=False, check=_check_pooled,
+    params=(Param("pooled_size", "shape", doc="Output (height, width)."), _SCALE,
+            Param("sampling_ratio", "int", -1, doc="Samples per bin and axis (-1: adaptive).")),
+    cases=(Case(((5, 2, 6, 5), (4, 6)), {"pooled_size": (2, 3), "spatial_scale": 1.0},
+                ints={1: 5}, grad=False),
+           Case(((5, 1, 5, 7), (3, 6)), {"pooled_size": (3, 2), "spatial_scale": 0.5,
+                                         "sampling_ratio": 2}, ints={1: 5}, grad=False)),
+    doc="ROIAlign over rotated boxes ``[batch, cx, cy, w, h, theta_degrees]`` (forward only; "
+        "MXNet has no gradient)."))

@@ -5,7 +5,9 @@ from .. import symbol  # noqa: F401 - names MXNet's contrib module carries
 from ..base import check_call  # noqa: F401
 from ..contrib import functions as _functions
 from ..contrib.functions import isfinite, isinf, isnan  # noqa: F401
+from ..contrib.optimizer_updates import adamw_update, mp_adamw_update  # noqa: F401
 from ..ops.namespaces import module_getattr as _module_getattr
+from .control_flow import cond, foreach, while_loop  # noqa: F401 - MXNet's contrib names
 from .naming import AttrScope  # noqa: F401
 from .op_api import make_function as _make_function
 from .random import uniform

@@ -51,6 +51,9 @@ def _node_text(node: Node, inputs: list[list[int]]) -> str:
     if node.attrs:
         fields.append(f'"attrs": {_attrs_text(node.attrs, 6)}')
     fields.append(f'"inputs": {_entries_text(inputs, 6)}')
+    if node.subgraphs:  # control flow: each subgraph a graph document, 8 spaces deeper
+        subs = [_graph_text(sub, None).replace("\n", "\n        ") for sub in node.subgraphs]
+        fields.append('"subgraphs": [\n        ' + ", \n        ".join(subs) + "\n      ]")
     return "    {\n      " + ", \n      ".join(fields) + "\n    }"
 
 
@@ -75,6 +78,11 @@ def _input_entries(ig: IndexedGraph) -> list[list[list[int]]]:
 
 def to_json(symbol: Symbol) -> str:
     """The symbol as MXNet 1.9.1 writes it (same keys, order and whitespace)."""
+    return _graph_text(symbol, _graph_attrs_text())
+
+
+def _graph_text(symbol: Symbol, attrs: str | None) -> str:
+    """A graph document; a subgraph's has no ``attrs`` (None)."""
     ig = IndexedGraph(symbol._outputs)
     nodes = []
     for node, inputs in zip(ig.nodes, _input_entries(ig)):
@@ -83,8 +91,8 @@ def to_json(symbol: Symbol) -> str:
     return ("{\n  \"nodes\": [\n" + ", \n".join(nodes) + "\n  ], \n"
             f"  \"arg_nodes\": {_list_text(list(map(str, ig.variable_ids)), 2)}, \n"
             f"  \"node_row_ptr\": {_list_text(list(map(str, ig.row_ptr)), 2)}, \n"
-            f"  \"heads\": {_entries_text(heads, 2)}, \n"
-            f"  \"attrs\": {_graph_attrs_text()}\n}}")
+            f"  \"heads\": {_entries_text(heads, 2)}"
+            + (f", \n  \"attrs\": {attrs}\n}}" if attrs is not None else "\n}"))
 
 
 def _graph_attrs_text() -> str:
@@ -200,6 +208,9 @@ def _node_problem(raw, n_nodes: int) -> str | None:
         problem = _entry_problem(entry, n_nodes)
         if problem:
             return f"field 'inputs'[{k}]: {problem}"
+    subgraphs = raw.get("subgraphs", [])
+    if not isinstance(subgraphs, list) or not all(isinstance(g, dict) for g in subgraphs):
+        return "field 'subgraphs' must be a list of graph objects"
     return None
 
 
@@ -250,6 +261,9 @@ def _check_document(doc: dict, src: str) -> list:
                                   if problem.startswith("is ") else
                                   f"{src}: node {i}{name}: {problem}")
     _check_graph_fields(doc, raw_nodes, src)
+    for i, raw in enumerate(raw_nodes):
+        for k, sub in enumerate(raw.get("subgraphs", [])):
+            _check_document(sub, f"{src}: node {i} ({raw['name']}) field 'subgraphs'[{k}]")
     return raw_nodes
 
 
@@ -275,6 +289,8 @@ def _upgrade(raw_nodes: list, version: int) -> None:
         raw.pop("param", None)
         raw.pop("attr", None)
         raw["inputs"] = [list(e) + [0] * (3 - len(e)) for e in raw.get("inputs", [])]
+        for sub in raw.get("subgraphs", []):  # a subgraph has its writer's version
+            _upgrade(sub["nodes"], version)
     if version < 900:  # 0.8 kept per-input multipliers on the op: weight_lr_mult=...
         for raw in raw_nodes:
             _move_input_mults(raw, raw_nodes)
@@ -352,6 +368,9 @@ def _build_node(raw: dict, built: dict[int, Node]) -> Node:
         _check_hints(attrs)
         return Node(None, name, attrs)
     node = Node(get_op(op_name), name, attrs)
+    if raw.get("subgraphs"):
+        node.set_subgraphs([_build(sub["nodes"], sub["heads"], f"subgraph of {name}")
+                            for sub in raw["subgraphs"]])
     p = node.params  # validate attributes now
     node.inputs = [(built[e[0]], e[1]) for e in raw["inputs"]]
     node.versions = [e[2] for e in raw["inputs"]]

@@ -1,6 +1,7 @@
 """Automatic naming (``mx.name.NameManager``, ``Prefix``) and ``mx.AttrScope``."""
 from __future__ import annotations
 
+import collections
 import threading
 
 from ..attrs import hide_keys
@@ -70,6 +71,9 @@ class AttrScope:
     ...     AttrScope.current.get({'__mood__': 'happy'})
     {'__ctx_group__': 'dev1', '__mood__': 'happy'}
     """
+
+    # per-process counters of control-flow subgraph names (MXNet keeps them here too)
+    _subgraph_names: collections.defaultdict = collections.defaultdict(int)
 
     def __init__(self, **kwargs: str):
         for key, value in kwargs.items():

@@ -55,6 +55,11 @@ def invoke(called: str, args: list, kwargs: dict, name: str | None = None,
     p = node.params  # parse now: bad attributes fail at creation, as in MXNet
     slots = op.input_names(p) + op.aux_names(p)
     node.inputs = _wire_inputs(node, slots, positional, sym_kwargs)
+    for i in op.mutated_inputs(p):  # MXNet (nnvm) refuses to compose these too
+        if node.inputs[i][0].op is not None:
+            raise GraphError(f"Error in {node.where}: input '{slots[i]}' is written in place "
+                             f"and must be a variable, got an output of "
+                             f"{node.inputs[i][0].name} ({node.inputs[i][0].op.name})")
     return Symbol([(node, i) for i in range(node.num_visible_outputs)])
 
 

@@ -124,7 +124,8 @@ class Symbol:
         return Symbol(self._outputs)
 
     def __deepcopy__(self, memo) -> Symbol:
-        return Symbol([(copy_graph(self._outputs, {})[id(n)], i) for n, i in self._outputs])
+        mapping = copy_graph(self._outputs, {})  # once: outputs of one node stay one node
+        return Symbol([(mapping[id(n)], i) for n, i in self._outputs])
 
     def __reduce__(self):
         """Pickled as its MXNet JSON, as MXNet does (``pickle.loads`` rebuilds the graph)."""
@@ -465,6 +466,7 @@ def copy_graph(heads: list[Entry], replace: dict[int, Entry]) -> dict[int, Node]
         new = Node(node.op, node.name, node.attrs, params=node._params)
         new.inputs = [_mapped(entry_map, mapping, e) for e in node.inputs]
         new.versions = node.versions
+        new.subgraphs = node.subgraphs  # a control-flow node keeps its bodies
         mapping[id(node)] = new
     return mapping
 

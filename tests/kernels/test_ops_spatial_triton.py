@@ -1,6 +1,6 @@
-"""Spatial sampling and ROI operators under ``backend='triton'`` (kernels under Triton's
-interpreter on CPU): every table case gives the torch backend's outputs and gradients, and no
-node of the plan falls back to a torch reference (composites included)."""
+"""Spatial sampling, ROI and correlation operators under ``backend='triton'`` (kernels under
+Triton's interpreter on CPU): every table case gives the torch backend's outputs and gradients,
+and no node of the plan falls back to a torch reference (composites included)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,8 @@ from tests.op_harness import assert_backends_agree, draw_inputs
 
 OPS = ["GridGenerator", "BilinearSampler", "SpatialTransformer", "_contrib_BilinearResize2D",
        "_contrib_AdaptiveAvgPooling2D", "ROIPooling", "_contrib_ROIAlign",
-       "_contrib_PSROIPooling"]
+       "_contrib_PSROIPooling", "_contrib_DeformablePSROIPooling", "_contrib_RROIAlign",
+       "Correlation"]
 
 CASES = [pytest.param(name, i, id=f"{name}-{i}")
          for name in OPS for i in range(len(get_op(name).cases))]
