@@ -16,6 +16,7 @@ the composed graph through :meth:`CachedGraph.run`.
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Callable
 
@@ -116,14 +117,17 @@ class CachedGraph:
     def __init__(self, symbol, input_names: list[str],
                  params: Callable[[object], ParamArrays], where: str):
         symbol = _distinct_outputs(symbol)
-        self.symbol, self.input_names, self.params, self.where = symbol, input_names, params, where
         self._arg_names = symbol.list_arguments()
         self._aux_names = symbol.list_auxiliary_states()
         self.aux_set = frozenset(self._aux_names)
-        missing = [n for n in input_names if n not in self._arg_names]
-        if missing:
-            raise MXNetError(f"{where}: inputs {missing} are not arguments of the graph "
-                             f"({self._arg_names})")
+        # inputs the graph does not read are dropped from its calls (MXNet warns, as here)
+        self._used = tuple(n in self._arg_names for n in input_names)
+        unused = [n for n, used in zip(input_names, self._used) if not used]
+        if unused:
+            warnings.warn(f"{where}: inputs {unused} are not used by the graph", stacklevel=3)
+        self.symbol, self.params, self.where = symbol, params, where
+        self.input_names = [n for n in input_names if n in self._arg_names]
+        self._n_inputs = len(input_names)
         self._pools: dict[tuple, list[_Slot]] = {}
         weakref.finalize(self, _release, self._pools)
         self._uses = 0  # recorded calls so far (the oldest pending executor is reused)
@@ -141,9 +145,11 @@ class CachedGraph:
     def __call__(self, inputs: list[NDArray], ctx) -> list[NDArray]:
         """Run on ``inputs``; under ``autograd.record()`` the call is deferred (see
         :mod:`symgraph.deferred`) and its outputs computed when first read."""
-        if len(inputs) != len(self.input_names):
+        if len(inputs) != self._n_inputs:
             raise MXNetError(f"{self.where}: {len(inputs)} inputs given for "
-                             f"{self.input_names}")
+                             f"{self._n_inputs}")
+        if len(self.input_names) != self._n_inputs:
+            inputs = [x for x, used in zip(inputs, self._used) if used]
         if autograd.is_recording() and config.get().defer_recorded and self._op_hook is None:
             return deferred.call(self, inputs, ctx, autograd.is_training())
         return self.run(inputs, ctx, autograd.is_training(), self.params(ctx),

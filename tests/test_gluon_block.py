@@ -164,3 +164,24 @@ def test_deferred_shape_failure_is_explained():
     layer.initialize()
     with pytest.raises(ValueError, match="Deferred initialization failed because shape"):
         layer(mx.nd.ones((2, 3)))
+
+
+def test_a_hybridized_block_may_ignore_an_input():
+    """MXNet (test_contrib_control_flow.py::test_uniq_name): an input the hybridized graph
+    does not read is dropped with a warning, not an error."""
+    class FirstOnly(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x, unused):
+            return x * 2
+
+    net = FirstOnly()
+    net.initialize()
+    net.hybridize()
+    with pytest.warns(UserWarning, match="not used by the graph"):
+        out = net(mx.nd.ones((2, 3)), mx.nd.zeros((4,)))
+    np.testing.assert_array_equal(out.asnumpy(), np.full((2, 3), 2.0))
+    x = mx.nd.ones((2, 3))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = net(x, mx.nd.zeros((4,)))
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.full((2, 3), 2.0))
