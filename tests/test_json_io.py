@@ -63,3 +63,15 @@ def test_save_is_atomic_and_loadable(tmp_path):
 def test_bad_json_raises_typed_errors(text, match):
     with pytest.raises(mx.MXNetError, match=match):
         mx.sym.load_json(text)
+
+
+def test_an_initializer_object_repr_hint_loads_as_in_mxnet():
+    """GluonCV's SSD/FPN exports carry ``__init__`` hints MXNet wrote as an Initializer
+    object's repr: MXNet loads them, so does symgraph; other malformed hints still fail."""
+    doc = json.loads(mx.sym.var("w", init=mx.init.Xavier()).tojson())
+    doc["nodes"][0]["attrs"]["__init__"] = "<mxnet.initializer.Xavier object at 0x7f3a2c1b5d30>"
+    sym = mx.sym.load_json(json.dumps(doc))
+    assert sym.attr("__init__").startswith("<mxnet.initializer.Xavier object")
+    doc["nodes"][0]["attrs"]["__init__"] = "<mxnet.initializer.Xavier"
+    with pytest.raises(mx.base.MXNetError, match="__init__"):
+        mx.sym.load_json(json.dumps(doc))

@@ -336,8 +336,15 @@ def _as_mult(value: str) -> float:
     return mult
 
 
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
 def _as_init(value: str) -> None:
-    """An initializer description: a registered-style name or JSON ``[name, {kwargs}]``."""
+    """An initializer description: a registered-style name or JSON ``[name, {kwargs}]``, or
+    the ``repr`` MXNet writes for a Parameter given an Initializer object (GluonCV's SSD and
+    FPN exports): loaded as MXNet loads it (initializing from it fails, as in MXNet)."""
+    if _OBJECT_REPR.fullmatch(value):
+        return
     if value.startswith("["):
         desc = json.loads(value)
         if not (isinstance(desc, list) and len(desc) == 2 and isinstance(desc[0], str)

@@ -1,0 +1,199 @@
+"""Load the GluonCV exports of ``generate.py`` in symgraph and compare with MXNet's outputs.
+
+    nice /work/venv/bin/python tools/gluoncv_zoo/check.py --exports /tmp/gcvzoo \
+        [--doc docs/model_zoo.md] [--models NAME ...]
+
+For every model ``generate.py`` recorded under ``<exports>/<family>/results.jsonl``: the ops
+of its symbol JSON that symgraph lacks, then ``gluon.SymbolBlock.imports`` of the JSON and
+params, one forward on the recorded input, and each output against MXNet's
+(``gcvzoo_common.compare``, rtol 1e-3 of the value plus 1e-3 of the output's largest magnitude).
+Status per model: ``match``, ``mismatch``, ``missing op``, ``load error``, ``run error``.
+Records go to ``<exports>/<family>/check.jsonl``; ``--doc`` writes the Markdown page
+(``report.py``).
+
+``check_model`` is also what ``tests/test_gluoncv_zoo.py`` runs on its fixtures, with the
+parameters rebuilt from ``gcvzoo_common.param_value`` instead of a params file.
+
+>>> sorted(symbol_ops({"nodes": [{"op": "null"}, {"op": "Convolution"}, {"op": "relu"}]}))
+['Convolution', 'relu']
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+import gcvzoo_common as common  # noqa: E402
+
+
+def symbol_ops(graph: dict) -> set[str]:
+    """The operator names a symbol JSON uses (variables aside)."""
+    return {n["op"] for n in graph["nodes"] if n["op"] != "null"}
+
+
+def missing_ops(graph: dict) -> list[str]:
+    """The ops of ``graph`` that symgraph's registry does not know."""
+    from symgraph.base import MXNetError
+    from symgraph.ops.base import get_op
+    missing = []
+    for op in sorted(symbol_ops(graph)):
+        try:
+            get_op(op)
+        except MXNetError:
+            missing.append(op)
+    return missing
+
+
+def input_names(graph: dict, n_inputs: int) -> list[str]:
+    """Gluon's ``export`` names the inputs ``data`` or ``data0``, ``data1``, ..."""
+    names = {n["name"] for n in graph["nodes"] if n["op"] == "null"}
+    if n_inputs == 1 and "data" in names:
+        return ["data"]
+    return [f"data{i}" for i in range(n_inputs)]
+
+
+def formula_params(mx, graph_json: str, inputs: dict, constants: dict, path: str) -> str:
+    """Write ``path``: every argument and auxiliary state of the symbol (inputs aside) from
+    ``gcvzoo_common.param_value`` at the shapes symgraph infers; ``constants`` as recorded."""
+    sym = mx.sym.load_json(graph_json)
+    arg_shapes, _, aux_shapes = sym.infer_shape(**{k: v.shape for k, v in inputs.items()})
+    saved = {}
+    for kind, names, shapes in (("arg", sym.list_arguments(), arg_shapes),
+                                ("aux", sym.list_auxiliary_states(), aux_shapes)):
+        for name, shape in zip(names, shapes):
+            if name in inputs:
+                continue
+            value = constants[name] if name in constants else common.param_value(name, shape)
+            saved[f"{kind}:{name}"] = mx.nd.array(value, dtype=value.dtype)
+    mx.nd.save(path, saved)
+    return path
+
+
+def _load_and_run(mx, graph_json: str, graph: dict, io: dict, params_path, tmp):
+    n_in = len([k for k in io if k.startswith("in")])
+    names = input_names(graph, n_in)
+    inputs = {name: io[f"in{i}"] for i, name in enumerate(names)}
+    try:
+        if params_path is None:
+            json_path = os.path.join(tmp, "m-symbol.json")
+            with open(json_path, "w") as f:
+                f.write(graph_json)
+            constants = {k[len("const:"):]: v for k, v in io.items() if k.startswith("const:")}
+            params_path = formula_params(mx, graph_json, inputs, constants,
+                                         os.path.join(tmp, "m-0000.params"))
+        else:
+            json_path = params_path.replace("-0000.params", "-symbol.json")
+        net = mx.gluon.SymbolBlock.imports(json_path, names, params_path)
+    except Exception as err:  # noqa: BLE001 - recorded
+        return "load error", err, None
+    try:
+        out = net(*[mx.nd.array(inputs[n]) for n in names])
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        return "ran", None, [o.asnumpy() for o in outs]
+    except Exception as err:  # noqa: BLE001
+        return "run error", err, None
+
+
+def _detection_rows(outs):
+    """``(ids, scores, boxes)`` of shapes ``(B, N[, 1]), (B, N[, 1]), (B, N, 4)`` as sorted
+    ``(B*N, 6)`` rows, or None for other outputs."""
+    import numpy as np
+    if len(outs) != 3 or outs[2].shape[-1] != 4 or \
+            not outs[0].size == outs[1].size == outs[2].size // 4:
+        return None
+    rows = np.concatenate([o.reshape(-1, w) for o, w in zip(outs, (1, 1, 4))], axis=1)
+    return rows[np.lexsort(rows.T[::-1])]
+
+
+def _same_detections(outs, want) -> bool:
+    """Detector outputs equal once rows are sorted: MXNet leaves the order of equal scores
+    unspecified (box_nms / topk ties)."""
+    got_rows, want_rows = _detection_rows(outs), _detection_rows(want)
+    return got_rows is not None and want_rows is not None and \
+        common.compare(got_rows, want_rows)[0]
+
+
+def check_model(mx, graph_json: str, io: dict, params_path: str | None = None,
+                workdir: str | None = None) -> dict:
+    """symgraph on one exported model: ``status`` (``match``, ``mismatch``, ``missing op``,
+    ``load error``, ``run error``), ``missing`` ops, ``error``, per-output ``errors``
+    (worst error relative to MXNet's largest magnitude). Without ``params_path`` the
+    parameters are rebuilt by formula into files under ``workdir``."""
+    graph = json.loads(graph_json)
+    rec = {"missing": missing_ops(graph), "ops": len(symbol_ops(graph))}
+    if rec["missing"]:  # loading stops at the first one anyway
+        rec["status"] = "missing op"
+        return rec
+    status, err, outs = _load_and_run(mx, graph_json, graph, io, params_path, workdir)
+    if err is not None:
+        rec["error"] = f"{type(err).__name__}: {str(err)[:300]}"
+        rec["status"] = status
+        return rec
+    want = [io[f"out{i}"] for i in range(len([k for k in io if k.startswith("out")]))]
+    if len(outs) != len(want):
+        rec.update(status="mismatch", error=f"{len(outs)} outputs, MXNet has {len(want)}")
+        return rec
+    results = [common.compare(g, w) for g, w in zip(outs, want)]
+    rec["errors"] = [e for _, e in results]
+    shapes_ok = all(g.shape == w.shape for g, w in zip(outs, want))
+    rec["status"] = "match" if all(ok for ok, _ in results) else "mismatch"
+    if rec["status"] == "mismatch" and shapes_ok and _same_detections(outs, want):
+        rec.update(status="match", note="equal-score detections in another order")
+    if not shapes_ok:
+        rec["error"] = "shapes " + str([list(g.shape) for g in outs])
+    return rec
+
+
+def worker(names: list[str], family_dir: str) -> None:
+    import numpy as np
+
+    import symgraph as mx
+    log = os.path.join(family_dir, "check.jsonl")
+    for name in names:
+        common.log_start(log, name)
+        t0 = time.time()
+        prefix = os.path.join(family_dir, name)
+        with open(prefix + "-symbol.json") as f:
+            graph_json = f.read()
+        io = dict(np.load(prefix + "-io.npz"))
+        rec = check_model(mx, graph_json, io, prefix + "-0000.params")
+        rec.update(name=name, family=common.family(name), seconds=round(time.time() - t0, 2))
+        common.log_result(log, rec)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--exports")
+    ap.add_argument("--doc")
+    ap.add_argument("--models", nargs="*")
+    ap.add_argument("--family", choices=common.FAMILIES)
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--fresh", action="store_true", help="forget earlier check records")
+    ap.add_argument("--worker", metavar="FAMILY_DIR")
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.models, args.worker)
+        return
+    for fam in common.FAMILIES:
+        family_dir = os.path.join(args.exports, fam)
+        if args.family not in (None, fam) or not os.path.isdir(family_dir):
+            continue
+        made, _ = common.read_log(os.path.join(family_dir, "results.jsonl"))
+        if args.fresh and os.path.exists(os.path.join(family_dir, "check.jsonl")):
+            os.remove(os.path.join(family_dir, "check.jsonl"))
+        names = [n for n, r in made.items() if r.get("exported")
+                 and (not args.models or n in args.models)]
+        common.drive([sys.executable, __file__, "--worker", family_dir, "--models"], names,
+                     os.path.join(family_dir, "check.jsonl"), args.timeout)
+    if args.doc:
+        import report
+        report.write(args.exports, args.doc)
+
+
+if __name__ == "__main__":
+    main()
