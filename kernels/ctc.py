@@ -29,7 +29,7 @@ from .runtime import block_for, kernel
 from .softmax import softmax_fwd
 from .table import KernelSpec, tensor_bytes
 
-NEG = float("-inf")
+NEG = tl.constexpr(float("-inf"))
 
 
 @triton.jit

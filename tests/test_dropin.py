@@ -169,12 +169,14 @@ def test_imperative_errors_name_operator_and_inputs():
 
 
 def test_mxnet_operators_not_implemented_exist_and_raise():
-    assert hasattr(mx.nd, "topk") and hasattr(mx.sym, "topk") and hasattr(mx.nd.linalg, "gemm")
+    """An MXNet operator symgraph lacks (docs/compat.md lists them) exists and raises."""
+    assert hasattr(mx.nd.contrib, "getnnz") and hasattr(mx.sym.contrib, "edge_id")
+    assert hasattr(mx.nd.linalg, "gemm")
     assert not hasattr(mx.nd, "no_such_operator")
-    with pytest.raises(OpNotImplementedError, match="operator 'topk'"):
-        mx.nd.topk(mx.nd.ones((3,)))
-    with pytest.raises(UnsupportedError, match="_Hypot"):
-        mx.sym.hypot(mx.sym.var("a"), mx.sym.var("b"))
+    with pytest.raises(OpNotImplementedError, match="operator '_contrib_getnnz'"):
+        mx.nd.contrib.getnnz(mx.nd.ones((3,)))
+    with pytest.raises(UnsupportedError, match="_contrib_edge_id"):
+        mx.sym.contrib.edge_id(mx.sym.var("a"), mx.sym.var("b"), mx.sym.var("c"))
     with pytest.raises(UnsupportedError, match="sparse storage"):
         mx.nd.sparse.csr_matrix((2, 2))
 

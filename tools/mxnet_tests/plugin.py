@@ -6,6 +6,7 @@ outcome and, for a failure, the exception's type, message and where it was raise
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import traceback
@@ -23,6 +24,7 @@ for _alias, _value in (("NaN", np.nan), ("Inf", np.inf), ("int", int), ("float",
 _numpy_arange = np.arange
 
 
+@functools.wraps(_numpy_arange)  # numpy.ma builds its docs from arange's
 def _arange_wrapping(*args, **kwargs):
     """numpy < 2's ``arange`` for integer dtypes: bounds outside the dtype wrap around
     (``arange(-100, 100, dtype=uint8)``); numpy 2 raises OverflowError instead."""
