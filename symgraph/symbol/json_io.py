@@ -321,10 +321,10 @@ def _order(raw_nodes: list, src: str) -> list[int]:
     g.add_nodes_from(range(len(raw_nodes)))
     g.add_edges_from((entry[0], i) for i, raw in enumerate(raw_nodes)
                      for entry in raw.get("inputs", []))
-    try:
-        cycle = nx.find_cycle(g)
-    except nx.NetworkXNoCycle:
+    try:  # one sort; the cycle is looked for only when there is one (find_cycle is slow)
         return list(nx.topological_sort(g))
+    except nx.NetworkXUnfeasible:
+        cycle = nx.find_cycle(g)
     names = [raw_nodes[a]["name"] for a, _ in cycle]
     raise SymbolFileError(f"{src} has a cycle through nodes {names}")
 
