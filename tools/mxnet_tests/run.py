@@ -228,7 +228,8 @@ def _versions() -> dict:
             "numpy": numpy.__version__}
 
 
-def write_table(result: dict, path: Path) -> None:
+def write_table(result: dict, path: Path, json_name: str = "tools/mxnet_tests/results.json"
+                ) -> None:
     """The Markdown page: totals, one row per file, failures by category."""
     files = result["files"]
     tot = {k: sum(f.get(k, 0) for f in files)
@@ -238,7 +239,7 @@ def write_table(result: dict, path: Path) -> None:
         "# MXNet 1.9.1's unit tests on symgraph", "",
         f"Run {result['date']} on symgraph {result['commit'][:10]} (MXNet tests at "
         f"{MXNET_COMMIT[:10]}, {result['versions']}) by `tools/mxnet_tests/run.py`; the JSON "
-        "is `tools/mxnet_tests/results.json`.", "",
+        f"is `{json_name}`.", "",
         f"**{tot['passed']} of {tot['collected']} collected tests pass "
         f"({tot['skipped']} skipped, {tot['mxnet_fails']} fail on MXNet 1.9.1 itself; "
         f"{100 * share:.1f}% of the rest).**", "",
@@ -332,7 +333,9 @@ def main(argv: list[str] | None = None) -> int:
         result["files"].sort(key=lambda f: canonical.index(f["file"])
                              if f["file"] in canonical else len(canonical))
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    write_table(result, args.table)
+    out = args.out.resolve()
+    write_table(result, args.table,
+                str(out.relative_to(ROOT)) if out.is_relative_to(ROOT) else str(args.out))
     for f in files:
         print(f"{f['file']:32s} {f['passed']:5d}/{f['collected']:<5d} failed {f['failed']} "
               f"(MXNet fails {f['mxnet_fails']})")
