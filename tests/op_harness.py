@@ -116,3 +116,14 @@ def assert_backends_agree(op: OpDef, case: Case, values: list[np.ndarray], rtol:
         np.testing.assert_allclose(got_grads[n], want_grads[n], rtol=rtol, atol=atol,
                                    err_msg=f"{op.name} d/d{n}")
     return exe
+
+
+def assert_triton_case(op: OpDef, case: Case, rtol: float = 1e-5, atol: float = 1e-5) -> dict:
+    """One table case on both backends: they agree, no step of the Triton plan fell back to
+    a torch reference, and the op's own kernel (if it has one) ran. The plan's labels."""
+    exe = assert_backends_agree(op, case, draw_inputs(case, np.float32), rtol, atol)
+    labels = exe._plan.impl
+    assert not [v for v in labels.values() if v.startswith("torch:")], labels
+    if op.kernel is not None:
+        assert f"triton:{op.kernel.__name__}" in labels.values(), labels
+    return labels

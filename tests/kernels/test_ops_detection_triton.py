@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from symgraph.ops.base import OPS, get_op
-from tests.op_harness import assert_backends_agree, draw_inputs
+from tests.op_harness import assert_triton_case
 
 DETECTION = ["_contrib_box_iou", "_contrib_box_encode", "_contrib_box_decode",
              "_contrib_box_nms", "_contrib_bipartite_matching", "_contrib_MultiBoxPrior",
@@ -23,11 +23,7 @@ CASES = [pytest.param(name, i, id=f"{name}-{i}")
 def test_triton_backend_matches_torch(name, index):
     op = get_op(name)
     case = op.cases[index]
-    exe = assert_backends_agree(op, case, draw_inputs(case, np.float32), 1e-5, 1e-5)
-    labels = exe._plan.impl
-    assert not [v for v in labels.values() if v.startswith("torch:")], labels
-    if op.kernel is not None:
-        assert f"triton:{op.kernel.__name__}" in labels.values(), labels
+    labels = assert_triton_case(op, case, 1e-5, 1e-5)
     if name == "_contrib_box_nms" and case.grad:
         assert "triton:triton_backward_box_nms" in labels.values(), labels
 

@@ -11,7 +11,7 @@ import pytest
 
 from symgraph import config
 from symgraph.ops.base import Case, get_op
-from tests.op_harness import assert_backends_agree, bind, draw_inputs, run_forward
+from tests.op_harness import assert_triton_case, bind, draw_inputs, run_forward
 
 KERNEL_OPS = ["cumsum", "_backward_cumsum", "_contrib_div_sqrt_dim", "amp_cast",
               "amp_multicast", "_histogram", "_zeros_without_dtype"]
@@ -28,11 +28,7 @@ CASES = [pytest.param(name, i, id=f"{name}-{i}")
 def test_triton_backend_matches_torch(name, index):
     op = get_op(name)
     case = op.cases[index]
-    exe = assert_backends_agree(op, case, draw_inputs(case, np.float32), 1e-5, 1e-5)
-    labels = exe._plan.impl
-    assert not [v for v in labels.values() if v.startswith("torch:")], labels
-    if op.kernel is not None:
-        assert f"triton:{op.kernel.__name__}" in labels.values(), labels
+    assert_triton_case(op, case, 1e-5, 1e-5)
 
 
 @pytest.mark.filterwarnings(*REFLECTION_WARNINGS)

@@ -5,11 +5,10 @@ products: every case gives the same outputs and gradients with ``backend='triton
 plan falls back to a torch reference."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from symgraph.ops.base import get_op
-from tests.op_harness import assert_backends_agree, draw_inputs
+from tests.op_harness import assert_triton_case
 
 OPS = ["SVMOutput", "_backward_SVMOutput", "IdentityAttachKLSparseReg",
        "_backward_IdentityAttachKLSparseReg", "CTCLoss", "BatchNorm_v1",
@@ -24,8 +23,4 @@ CASES = [pytest.param(name, i, id=f"{name}-{i}")
 def test_triton_backend_matches_torch(name, index):
     op = get_op(name)
     case = op.cases[index]
-    exe = assert_backends_agree(op, case, draw_inputs(case, np.float32), 1e-4, 1e-5)
-    labels = exe._plan.impl
-    assert not [v for v in labels.values() if v.startswith("torch:")], labels
-    if op.kernel is not None:
-        assert f"triton:{op.kernel.__name__}" in labels.values(), labels
+    assert_triton_case(op, case, 1e-4, 1e-5)

@@ -4,11 +4,10 @@ count_sketch (composites): every case gives the same outputs and gradients with
 and no node of the plan falls back to a torch reference."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from symgraph.ops.base import OPS, get_op
-from tests.op_harness import assert_backends_agree, draw_inputs
+from tests.op_harness import assert_triton_case
 
 OPS_HERE = ["_deformable_im2col", "_contrib_DeformableConvolution",
             "_contrib_ModulatedDeformableConvolution", "_contrib_fft", "_contrib_ifft",
@@ -21,10 +20,6 @@ CASES = [pytest.param(name, i, id=f"{name}-{i}")
 def test_triton_backend_matches_torch(name, index):
     op = get_op(name)
     case = op.cases[index]
-    exe = assert_backends_agree(op, case, draw_inputs(case, np.float32), 1e-4, 1e-5)
-    labels = exe._plan.impl
-    assert not [v for v in labels.values() if v.startswith("torch:")], labels
-    if op.kernel is not None:
-        assert f"triton:{op.kernel.__name__}" in labels.values(), labels
+    labels = assert_triton_case(op, case, 1e-4, 1e-5)
     if op.decompose is not None and "Deformable" in name:
         assert "triton:_col_kernel" in labels.values(), labels
