@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -162,7 +163,9 @@ def worker(names: list[str], family_dir: str) -> None:
             graph_json = f.read()
         io = dict(np.load(prefix + "-io.npz"))
         params = prefix + "-0000.params"  # absent: rebuilt from the formula (as in CI)
-        rec = check_model(mx, graph_json, io, params if os.path.exists(params) else None)
+        with tempfile.TemporaryDirectory() as tmp:
+            rec = check_model(mx, graph_json, io, params if os.path.exists(params) else None,
+                              tmp)
         rec.update(name=name, family=common.family(name), seconds=round(time.time() - t0, 2))
         common.log_result(log, rec)
 
