@@ -21,6 +21,7 @@ import torch
 import triton.language as tl
 
 from .copy import fill
+from .index import _split
 from .philox import device
 from .runtime import block_for, cdiv, kernel
 from .table import KernelSpec, tensor_bytes
@@ -28,16 +29,6 @@ from .table import KernelSpec, tensor_bytes
 
 def _block(n: int, device: torch.device) -> int:
     return block_for(n, cap=1024 if device.type == "cuda" else 256)
-
-
-def _split(shape, axis: int) -> tuple[int, int, int]:
-    outer = 1
-    for s in shape[:axis]:
-        outer *= s
-    inner = 1
-    for s in shape[axis + 1:]:
-        inner *= s
-    return outer, shape[axis], inner
 
 
 @kernel
