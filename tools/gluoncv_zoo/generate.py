@@ -78,15 +78,25 @@ def run_one(mx, gcv, np, name: str, out_dir: str) -> dict:
     """Build, fill, run and export ``name``; the result record."""
     rec = {"name": name, "family": common.family(name), "built": False, "exported": False,
            "errors": []}
+    fallback = None
     for kwargs, shapes in common.attempts(name):
         try:
             net, xs, outs, constants = _try(mx, gcv, name, kwargs, shapes)
         except Exception as err:  # noqa: BLE001 - MXNet's error is the record
             rec["errors"].append(f"{shapes}: {type(err).__name__}: {str(err)[:400]}")
             continue
+        if any(o.size == 0 for o in outs):
+            # MXNet's graph-level Reshape floor-divides a -1 dimension without checking
+            # the size, so too small an input can "run" and give empty outputs (c3d).
+            rec["errors"].append(f"{shapes}: empty output {[list(o.shape) for o in outs]}")
+            fallback = fallback or (kwargs, shapes, net, xs, outs, constants)
+            continue
+        fallback = (kwargs, shapes, net, xs, outs, constants)
+        break
+    if fallback is not None:
+        kwargs, shapes, net, xs, outs, constants = fallback
         rec.update(built=True, kwargs=kwargs, inputs=[list(s) for s in shapes],
                    outputs=[list(o.shape) for o in outs], constants=constants)
-        break
     if not rec["built"]:
         return rec
     prefix = os.path.join(out_dir, name)
