@@ -102,3 +102,25 @@ def test_detections_compare_up_to_the_order_of_ties():
     moved[0, 0, 0] += 5
     assert not check._same_detections([ids, scores, moved], [ids, scores, boxes])
     assert not check._same_detections([ids], [ids])
+
+
+def test_detections_tied_at_the_last_kept_score_may_differ():
+    ids = np.array([[[3.0], [1.0], [2.0]]])
+    scores = np.array([[[0.9], [0.5], [0.5]]])
+    boxes = np.arange(12, dtype=float).reshape(1, 3, 4)
+    other = boxes.copy()
+    other[0, 2] += 7  # another of the candidates tied at 0.5
+    assert "tied at the lowest kept score" in \
+        check._same_detections([ids, scores, other], [ids, scores, boxes])
+    above = boxes.copy()
+    above[0, 0] += 7  # the detection above the tie must agree
+    assert check._same_detections([ids, scores, above], [ids, scores, boxes]) is None
+
+
+def test_rounding_verdict_needs_symgraph_as_close_to_float64_as_mxnet():
+    exact = [np.array([1.0, 2.0, 3.0])]
+    mxnet_out = [np.array([1.0, 2.0, 3.06])]
+    assert "float32 rounding" in check._rounding_verdict(exact, [np.array([1.05, 2, 3])],
+                                                         mxnet_out)
+    assert check._rounding_verdict(exact, [np.array([1.3, 2, 3])], mxnet_out) is None
+    assert check._rounding_verdict(None, [np.array([1.0])], mxnet_out) is None
