@@ -36,6 +36,9 @@ _LAZY = {
     "autograd": "autograd", "util": "util", "runtime": "runtime", "engine": "engine",
     "log": "log", "registry": "registry", "error": "error", "libinfo": "libinfo",
     "mon": "monitor", "rnd": "random", "contrib": "contrib", "operator": "operator",
+    "recordio": "recordio",
+    "image": "image", "img": "image",
+    "viz": "visualization", "visualization": "visualization", "profiler": "profiler",
 }
 # MXNet's top-level re-exports of mx.util
 _FROM_UTIL = ("is_np_array", "is_np_shape", "np_array", "np_shape", "set_np_shape", "use_np",

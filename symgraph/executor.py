@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from . import cuda_graph, ndarray  # noqa: F401 - ndarray: MXNet's module attribute
+from . import profiler as _profiler
 from . import random as _random
 from .base import (  # noqa: F401 - the C-API helpers are names MXNet's module exports
     BindError,
@@ -256,6 +257,8 @@ class Executor:
             with torch.no_grad():
                 MonitoredRun(self._plan, *self._monitor).run(
                     steps, self._values, self._rt, forward=key[0] == "forward")
+        elif _profiler.ACTIVE.symbolic:  # a timed twin of the loop, only while profiling
+            self._profiled_run(key[0], steps)
         else:
             call = self._graphs.get(key)
             if call is None:
@@ -264,6 +267,22 @@ class Executor:
             return
         if after is not None:
             after()
+
+    def _profiled_run(self, phase: str, steps: list) -> None:
+        """Run ``steps`` eagerly with each step recorded by the profiler. Values of a
+        captured CUDA graph keep their addresses: results are copied into them."""
+        v = self._values
+        captured = any(getattr(c, "graph", None) is not None for c in self._graphs.values())
+        before = list(v) if captured else None
+        with torch.no_grad():
+            try:
+                _profiler.run_steps(steps, v, self._rt, self._plan.impl, phase)
+            finally:
+                for i, old in enumerate(before or ()):
+                    if old is not None and v[i] is not old:
+                        if v[i] is not None:
+                            old.copy_(v[i])
+                        v[i] = old
 
     def _make_call(self, key: tuple, steps: list, after: Callable | None) -> Callable:
         v, rt = self._values, self._rt

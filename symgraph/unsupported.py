@@ -1,17 +1,17 @@
 """MXNet 1.9.1 modules symgraph does not provide, as importable modules that say so.
 
-``import mxnet.profiler`` (or ``mx.profiler``) succeeds, so a script that imports it at
+``import mxnet.rtc`` (or ``mx.rtc``) succeeds, so a script that imports it at
 the top still runs; using any of its public names raises ``UnsupportedError`` naming the
-module and why it is left out. A name used as a base class (``mx.operator.CustomOp``)
+module and why it is left out. A name used as a base class (a stand-in class)
 can be subclassed; creating an instance raises.
 
 >>> from symgraph import unsupported
->>> prof = unsupported.module("profiler")
->>> prof.set_config(profile_all=True)
+>>> rtc = unsupported.module("rtc")
+>>> rtc.CudaModule("")
 Traceback (most recent call last):
 ...
-symgraph.base.UnsupportedError: mx.profiler.set_config is not supported by symgraph: \
-profiling MXNet's engine has no counterpart here; use torch.profiler (data/tools issue)
+symgraph.base.UnsupportedError: mx.rtc.CudaModule is not supported by symgraph: \
+runtime CUDA compilation needs MXNet's C++ engine
 """
 from __future__ import annotations
 
@@ -22,12 +22,6 @@ from .base import unsupported
 
 # module (under mxnet.) -> why it is left out
 MODULES: dict[str, str] = {
-    "profiler": "profiling MXNet's engine has no counterpart here; use torch.profiler "
-                "(data/tools issue)",
-    "visualization": "network plots and summaries are not implemented yet (data/tools issue)",
-    "recordio": "RecordIO reading and writing is not implemented yet (data/tools issue)",
-    "image": "the image pipeline (imdecode, augmenters, ImageIter) is not implemented yet "
-             "(data/tools issue)",
     "rtc": "runtime CUDA compilation needs MXNet's C++ engine",
     "torch": "MXNet's Lua-Torch plugin is not provided",
     "tvmop": "TVM operators need MXNet's C++ build",
@@ -49,8 +43,6 @@ MODULES: dict[str, str] = {
     "contrib.quantization": "quantization is not implemented",
     "contrib.text": "contrib.text is not implemented",
     "onnx": "ONNX export/import is not implemented yet",
-    "gluon.data": "Gluon's data pipeline (Dataset, DataLoader, vision transforms) is not "
-                  "implemented yet (data/tools issue)",
     "gluon.contrib.estimator": "the Gluon Estimator training loop is not implemented",
     "gluon.contrib.data": "gluon.contrib.data's samplers and text datasets are not "
                           "implemented yet (data/tools issue)",

@@ -12,11 +12,12 @@ from tests import device
 
 def op_symbol(op: OpDef, case: Case):
     """One node of ``op`` with variables ``in0, in1, ...`` for its inputs and aux states."""
-    from symgraph.attrs import parse_params, to_attr_string
+    from symgraph.attrs import to_attr_string
+    from symgraph.graph import op_params
     attrs = {k: to_attr_string(v) for k, v in case.attrs.items()}
     if op.key_var_num_args and op.key_var_num_args not in attrs:
         attrs[op.key_var_num_args] = str(len(case.shapes))
-    p = parse_params(op.params, attrs, op.name)
+    p = op_params(op, attrs, op.name)  # as a node parses them (Custom parses its own)
     slots = op.input_names(p) + op.aux_names(p)
     assert len(slots) == len(case.shapes), (op.name, slots, case.shapes)
     inputs = {s: mx.sym.Variable(f"in{i}") for i, s in enumerate(slots)}

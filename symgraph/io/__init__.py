@@ -7,19 +7,19 @@
 [0, 0, 1]
 """
 from . import io, utils
-from .file_iters import CSVIter, MNISTIter
-from .io import DataBatch, DataDesc, DataIter, NDArrayIter, ResizeIter
-from .native import (
+from .file_iters import CSVIter, LibSVMIter, MNISTIter
+from .image_record import (
     ImageDetRecordIter,
     ImageRecordInt8Iter,
     ImageRecordIter,
-    ImageRecordIter_v1,
     ImageRecordUInt8Iter,
-    ImageRecordUInt8Iter_v1,
-    LibSVMIter,
-    MXDataIter,
 )
+from .io import DataBatch, DataDesc, DataIter, NDArrayIter, ResizeIter
+from .native import MXDataIter
 from .prefetch import PrefetchingIter
+
+# MXNet 1.9.1's _v1 iterators are the same C++ parser's older front; one implementation
+ImageRecordIter_v1, ImageRecordUInt8Iter_v1 = ImageRecordIter, ImageRecordUInt8Iter
 
 __all__ = ["CSVIter", "DataBatch", "DataDesc", "DataIter", "ImageDetRecordIter",
            "ImageRecordInt8Iter", "ImageRecordIter", "ImageRecordIter_v1",

@@ -1,4 +1,5 @@
-"""``mx.io.MNISTIter`` and ``mx.io.CSVIter``: MXNet's C++ file iterators, in Python.
+"""``mx.io.MNISTIter``, ``mx.io.CSVIter`` and ``mx.io.LibSVMIter``: MXNet's C++ file
+iterators, in Python.
 
 Both return an :class:`~symgraph.io.native.MXDataIter`, as MXNet's do, with MXNet's
 batching: MNISTIter drops a short last batch and shuffles once, at creation, in the order
@@ -17,7 +18,7 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 from .native import BatchLoader, MXDataIter, NativeIter, libstdcxx_shuffle
 
-__all__ = ["CSVIter", "MNISTIter"]
+__all__ = ["CSVIter", "LibSVMIter", "MNISTIter"]
 
 _TRUE = ("1", "true", "True")
 
@@ -114,8 +115,10 @@ def MNISTIter(*, image: str = "./train-images-idx3-ubyte",  # noqa: N802 - MXNet
     source = _MNISTSource(images, labels, int(batch_size), _flag(flat))
     if not _flag(silent):
         shape = (batch_size, images[0].size) if _flag(flat) else (batch_size,) + images.shape[1:]
-        logging.info("MNISTIter: load %d images, shuffle=%d, shape=%s", images.shape[0],
-                     _flag(shuffle), shape)
+        # a named logger: the root one's logging.info would configure the root logger and
+        # turn the script's later logging.basicConfig(level=...) into a no-op
+        logging.getLogger(__name__).info("MNISTIter: load %d images, shuffle=%d, shape=%s",
+                                         images.shape[0], _flag(shuffle), shape)
     return MXDataIter(source, **kwargs)
 
 
@@ -182,3 +185,100 @@ def CSVIter(*, data_csv: str, data_shape, batch_size: int, label_csv: str = "NUL
                              f"has {label.shape[0]}")
     loader = BatchLoader(data, label, int(batch_size), _flag(round_batch))
     return MXDataIter(loader, **kwargs)
+
+
+class _CSRRows:
+    """Rows of a sparse matrix (CSR arrays) that densify when sliced, so a BatchLoader
+    holds a LibSVM file sparse and hands out dense batches."""
+
+    def __init__(self, indptr, indices, values, shape: tuple):
+        self._indptr, self._indices, self._values = indptr, indices, values
+        self.shape, self.dtype = shape, np.dtype(np.float32)
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        start, stop, _ = rows.indices(self.shape[0])
+        out = np.zeros((max(0, stop - start), int(np.prod(self.shape[1:]))), np.float32)
+        lo, hi = self._indptr[start], self._indptr[max(start, stop)]
+        row_of = np.repeat(np.arange(max(0, stop - start)), np.diff(self._indptr[start:stop + 1]))
+        out[row_of, self._indices[lo:hi]] = self._values[lo:hi]
+        return out.reshape((-1,) + self.shape[1:])
+
+
+def _read_libsvm(path: str, width: int):
+    """``(labels, indptr, indices, values)`` of a LibSVM file (0-based ``index:value``)."""
+    labels, indptr, indices, values = [], [0], [], []
+    try:
+        f = open(path)  # noqa: SIM115 - closed below
+    except OSError as err:
+        raise MXNetError(f'LibSVMIter: cannot open "{path}": {err.strerror}') from err
+    with f:
+        for number, line in enumerate(f, 1):
+            tokens = line.split("#")[0].split()
+            if not tokens:
+                continue
+            try:
+                labels.append(float(tokens[0].split(":")[0]))
+                pairs = [t.split(":") for t in tokens[1:] if not t.startswith("qid:")]
+                cols = [int(k) for k, _ in pairs]
+                vals = [float(v) for _, v in pairs]
+            except ValueError as err:
+                raise MXNetError(f"LibSVMIter: {path}:{number}: cannot parse {line!r}") from err
+            bad = [c for c in cols if not 0 <= c < width]
+            if bad:
+                raise MXNetError(f"LibSVMIter: {path}:{number}: feature index {bad[0]} is "
+                                 f"outside data_shape [0, {width})")
+            indices += cols
+            values += vals
+            indptr.append(len(indices))
+    return (np.asarray(labels, np.float32), np.asarray(indptr, np.int64),
+            np.asarray(indices, np.int64), np.asarray(values, np.float32))
+
+
+def LibSVMIter(*, data_libsvm: str, data_shape, batch_size: int,  # noqa: N802 - MXNet's name
+               label_libsvm: str = "NULL", label_shape=(1,), num_parts: int = 1,
+               part_index: int = 0, round_batch=True, **kwargs) -> MXDataIter:
+    """Iterate over LibSVM files (MXNet 1.9.1's ``mx.io.LibSVMIter``), as dense batches.
+
+    Each line of ``data_libsvm`` is ``label index:value ...`` with 0-based feature indices
+    below ``data_shape[0]``. Labels are the lines' first numbers (``(batch_size,)``) or,
+    with ``label_libsvm``, that file's sparse rows densified to ``label_shape``. MXNet
+    returns data as ``CSRNDArray``; symgraph has no sparse storage yet (issue #20), so the
+    batches are dense NDArrays with the same values (the file is held sparse in memory and
+    densified one batch at a time). A short last batch is completed from the first rows
+    with ``round_batch`` (``pad`` counts them). ``num_parts``/``part_index`` take the rows
+    ``n*k//num_parts`` to ``n*(k+1)//num_parts``.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), 'data.t')
+    >>> with open(path, 'w') as f:
+    ...     _ = f.write('1.0 0:0.5 2:1.2\\n-2.0\\n-3.0 0:0.6 1:2.4 2:1.2\\n4 2:-1.2\\n')
+    >>> it = LibSVMIter(data_libsvm=path, data_shape=(3,), batch_size=3)
+    >>> [b.data[0].asnumpy().tolist() for b in it][1]
+    [[0.0, 0.0, -1.2000000476837158], [0.5, 0.0, 1.2000000476837158], [0.0, 0.0, 0.0]]
+    >>> it.getlabel().asnumpy().tolist()
+    [4.0, 1.0, -2.0]
+    """
+    data_shape, label_shape = tuple(data_shape), tuple(label_shape)
+    if len(data_shape) != 1:
+        raise MXNetError(f"LibSVMIter: data_shape must have one dimension, got {data_shape}")
+    labels, *csr = _read_libsvm(data_libsvm, data_shape[0])
+    n = labels.shape[0]
+    rows = slice(n * int(part_index) // int(num_parts), n * (int(part_index) + 1) // int(num_parts))
+    data = _part(csr, rows, data_shape)
+    if label_libsvm in (None, "NULL"):
+        label = labels[rows]
+    else:
+        other, *label_csr = _read_libsvm(label_libsvm, int(np.prod(label_shape)))
+        if other.shape[0] != n:
+            raise MXNetError(f"LibSVMIter: {data_libsvm} has {n} rows but {label_libsvm} "
+                             f"has {other.shape[0]}")
+        label = _part(label_csr, rows, label_shape)
+    loader = BatchLoader(data, label, int(batch_size), _flag(round_batch))
+    return MXDataIter(loader, **kwargs)
+
+
+def _part(csr, rows: slice, shape: tuple) -> _CSRRows:
+    indptr, indices, values = csr
+    lo, hi = indptr[rows.start], indptr[rows.stop]
+    return _CSRRows(indptr[rows.start:rows.stop + 1] - lo, indices[lo:hi], values[lo:hi],
+                    (rows.stop - rows.start,) + shape)

@@ -4,7 +4,7 @@ MXNet builds ``MNISTIter``, ``CSVIter``, ``ImageRecordIter``... in C++ and hands
 ``MXDataIter`` around the handle. symgraph implements ``MNISTIter`` and ``CSVIter`` in
 Python as :class:`NativeIter` objects (the handle) behind the same ``MXDataIter`` front, so
 batches, ``first_batch``, ``provide_data`` and reset behave as MXNet's. The RecordIO image
-iterators and ``LibSVMIter`` raise ``UnsupportedError``.
+iterators (``image_record.py``) and ``LibSVMIter`` (``file_iters.py``) are such handles too.
 """
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ class MXDataIter(DataIter):
         super().__init__()
         if not isinstance(handle, NativeIter):
             raise unsupported("MXDataIter over a C++ iterator handle",
-                              "symgraph has no C++ data iterators; mx.io.MNISTIter and "
-                              "mx.io.CSVIter are implemented in Python")
+                              "symgraph has no C++ data iterators; its mx.io iterators "
+                              "are implemented in Python")
         self.handle = handle
         self._debug_skip_load = False
         self._debug_at_begin = True
@@ -219,28 +219,3 @@ class _MT19937Draws:
             value = self.raw()
             if value < past:
                 return value // scaling
-
-
-def unsupported_iterator(name: str, why: str):
-    """The ``mx.io.<name>`` factory of an iterator symgraph leaves out: it raises."""
-    def creator(*args, **kwargs):
-        raise unsupported(f"mx.io.{name}", why)
-    creator.__name__ = creator.__qualname__ = name
-    creator.__doc__ = f"MXNet's ``{name}``; not supported by symgraph: {why}."
-    return creator
-
-
-_RECORDIO = ("RecordIO image iterators (ImageRecordIter, ImageRecordUInt8Iter, "
-             "ImageRecordInt8Iter, their _v1 versions, ImageDetRecordIter) decode and augment "
-             "JPEG records in MXNet's C++ data pipeline, which symgraph does not have; decode "
-             "the images in Python and feed them through mx.io.NDArrayIter")
-
-ImageRecordIter = unsupported_iterator("ImageRecordIter", _RECORDIO)
-ImageRecordIter_v1 = unsupported_iterator("ImageRecordIter_v1", _RECORDIO)
-ImageRecordUInt8Iter = unsupported_iterator("ImageRecordUInt8Iter", _RECORDIO)
-ImageRecordUInt8Iter_v1 = unsupported_iterator("ImageRecordUInt8Iter_v1", _RECORDIO)
-ImageRecordInt8Iter = unsupported_iterator("ImageRecordInt8Iter", _RECORDIO)
-ImageDetRecordIter = unsupported_iterator("ImageDetRecordIter", _RECORDIO)
-LibSVMIter = unsupported_iterator(
-    "LibSVMIter", "it yields CSRNDArray batches and symgraph has no sparse storage (dense "
-    "only); load the file with e.g. sklearn.datasets.load_svmlight_file and densify")

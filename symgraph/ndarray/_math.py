@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from .. import profiler as _profiler
 from ..base import TORCH_TO_NAME, DTypeError, ShapeError
 from ..ops.elementwise import mxnet_div, mxnet_mod
 
@@ -72,7 +73,8 @@ def binary(name: str, lhs: torch.Tensor, rhs, reflected: bool = False) -> torch.
     Scalars are cast to the tensor's dtype; two tensors must share a dtype and be
     broadcastable (numpy rules). ``reflected`` swaps the operands (``2 - x``).
     """
-    if not isinstance(rhs, torch.Tensor):
+    scalar = not isinstance(rhs, torch.Tensor)
+    if scalar:
         rhs = scalar_like(rhs, lhs)
     elif rhs.dtype != lhs.dtype:
         raise DTypeError(f"Incompatible dtypes in {name}: lhs is {dtype_str(lhs.dtype)}, "
@@ -81,6 +83,9 @@ def binary(name: str, lhs: torch.Tensor, rhs, reflected: bool = False) -> torch.
         check_broadcast(name, tuple(lhs.shape), tuple(rhs.shape))
     if reflected:
         lhs, rhs = rhs, lhs
+    if _profiler.ACTIVE.imperative:
+        return _profiler.call_imperative(_profiler.arithmetic_name(name, scalar, reflected),
+                                         BINARY[name], lhs, rhs, device=lhs.device)
     return BINARY[name](lhs, rhs)
 
 
@@ -144,6 +149,12 @@ UNARY: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], bool]] = {
 def unary(name: str, t: torch.Tensor) -> torch.Tensor:
     """Apply elementwise function ``name``, keeping ``t``'s dtype as MXNet does."""
     fn, needs_float = UNARY[name]
+    if _profiler.ACTIVE.imperative:
+        return _profiler.call_imperative(name, _unary_cast, fn, needs_float, t, device=t.device)
+    return _unary_cast(fn, needs_float, t)
+
+
+def _unary_cast(fn, needs_float: bool, t: torch.Tensor) -> torch.Tensor:
     if needs_float and not is_float(t.dtype):
         return fn(t.to(torch.float64)).to(t.dtype)
     return fn(t)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 import torch
 
 from .. import autograd
+from .. import profiler as _profiler
 from .. import random as _random
 from ..attrs import HIDDEN_KEYS, to_attr_string
 from ..base import MXNetError, ShapeError
@@ -213,7 +214,11 @@ def _run(op: OpDef, p, called: str, inputs: list[NDArray], context: Context,
     params, fn, visible = _plan(op, p, called, ins, device)
     n_reg = len(ins) - len(op.aux_names(p))
     rt = Runtime(autograd._STATE.training, _random.generator(context), device)
-    outs = fn(params, ins[:n_reg], ins[n_reg:], rt)
+    if _profiler.ACTIVE.imperative:
+        outs = _profiler.call_imperative(op.name, fn, params, ins[:n_reg], ins[n_reg:], rt,
+                                         device=device)
+    else:
+        outs = fn(params, ins[:n_reg], ins[n_reg:], rt)
     results = []
     for t in list(outs)[:visible]:
         if any(t is x or (t.data_ptr() == x.data_ptr() and t.numel()) for x in ins):

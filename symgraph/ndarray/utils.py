@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 import torch
 
+from .. import profiler as _profiler
 from ..base import ShapeError, dtype_name, to_torch_dtype
 from ..context import Context, current_context
 from . import _math
@@ -117,6 +118,8 @@ def zeros(shape, ctx: Context | None = None, dtype=None, out: NDArray | None = N
         from ..base import unsupported
         raise unsupported(f"nd.zeros(stype={stype!r})", "sparse storage is not implemented; "
                           "symgraph arrays are dense")
+    if _profiler.ACTIVE.imperative:
+        return _profiler.call_imperative("_zeros", _filled, shape, ctx, dtype, 0, out)
     return _filled(shape, ctx, dtype, 0, out)
 
 
@@ -130,6 +133,8 @@ def ones(shape, ctx: Context | None = None, dtype=None, out: NDArray | None = No
     [[1. 1.]]
     <NDArray 1x2 @cpu(0)>
     """
+    if _profiler.ACTIVE.imperative:
+        return _profiler.call_imperative("_ones", _filled, shape, ctx, dtype, 1, out)
     return _filled(shape, ctx, dtype, 1, out)
 
 

@@ -21,6 +21,8 @@ from . import (  # noqa: F401 - imported to register their ops
     crop,
     ctc,
     cumsum,
+    custom,
+    cv_image,
     deconvolution,
     deformable_conv,
     depth_space,

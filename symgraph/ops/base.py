@@ -23,15 +23,18 @@ Shape = tuple[int, ...]
 
 
 class Runtime:
-    """Per-step state a forward call can read: training flag, random generator, device."""
+    """Per-step state a forward call can read: training flag, random generator, device,
+    and ``state``: what Python-level ops keep per run (an executor holds one Runtime; the
+    Custom op keeps its ``CustomOp`` instances there, one per node)."""
 
-    __slots__ = ("is_train", "generator", "device")
+    __slots__ = ("is_train", "generator", "device", "state")
 
     def __init__(self, is_train: bool = False, generator: torch.Generator | None = None,
                  device: torch.device | None = None):
         self.is_train = is_train
         self.generator = generator
         self.device = device if device is not None else torch.device("cpu")
+        self.state: dict | None = None
 
 
 class GradValue(Protocol):
@@ -179,6 +182,9 @@ class OpDef:
     # ``b.value(array)`` reads a tensor, ``b.array(tensor)`` wraps one, ``b.constant(tensor,
     # *arrays)`` wraps one made from ``arrays`` with zero gradient. Bound graphs reject it.
     eager: Callable | None = None
+    # (attrs, where) -> Params for an op whose attributes are no fixed schema (Custom: op_type
+    # plus the user's keyword arguments for its prop); run once per node, never shared
+    parse: Callable | None = None
 
     def __post_init__(self):
         if self.decompose is not None:

@@ -154,6 +154,17 @@ _NUM_WEIGHTS = Param("num_weights", "int", 1, lower=1, upper=MAX_VARIADIC,
                      doc="Number of updated weights.")
 
 
+def _check_counts(op_name: str, names: tuple[str, ...]):
+    """MXNet's check that every per-weight tuple has one entry per weight."""
+    def check(p):
+        n = _count(p)
+        for key in names:
+            if len(p[key]) != n:
+                raise AttrError(f"{op_name}: {n} weights but {len(p[key])} "
+                                f"values in {key}")
+    return check
+
+
 def _register(mom: bool, mp: bool, preloaded: bool) -> None:
     name = ("preloaded_" if preloaded else "") + "multi_" + ("mp_" if mp else "") + \
         ("sgd_mom_update" if mom else "sgd_update")
@@ -174,24 +185,14 @@ def _register(mom: bool, mp: bool, preloaded: bool) -> None:
         Case(shapes, attrs, low=0.05, high=1.0, grad=False),
         f"``{kernel}`` of ``num_weights`` weights in one launch"
         + (" (fp32 masters written in place, outputs cast)" if mp else "")
-        + (", rates from the ``lrs``/``wds`` arrays." if preloaded else "."))
+        + (", rates from the ``lrs``/``wds`` arrays." if preloaded else "."),
+        check=None if preloaded else _check_counts(name, ("lrs", "wds")))
 
 
 for _pre in (False, True):
     for _mp in (False, True):
         for _mom in (False, True):
             _register(_mom, _mp, _pre)
-
-
-def _check_counts(op_name: str, names: tuple[str, ...]):
-    """MXNet's check that every per-weight tuple has one entry per weight."""
-    def check(p):
-        n = _count(p)
-        for key in names:
-            if len(p[key]) != n:
-                raise AttrError(f"Error in operator {op_name}: {n} weights but {len(p[key])} "
-                                f"values in {key}")
-    return check
 
 
 def _adamw_hp(per: int):

@@ -150,7 +150,7 @@ def _static_slots(op: OpDef) -> list[str]:
 def _signature(op: OpDef) -> inspect.Signature:
     P = inspect.Parameter
     params = []
-    if op.key_var_num_args:
+    if op.key_var_num_args or op.parse is not None:  # Custom: inputs named by its prop
         params.append(P("args", P.VAR_POSITIONAL))
     else:
         params += [P(s, P.POSITIONAL_OR_KEYWORD, default=None) for s in _static_slots(op)]

@@ -463,7 +463,9 @@ def copy_graph(heads: list[Entry], replace: dict[int, Entry]) -> dict[int, Node]
             mapping[id(node)] = node
             entry_map[id(node)] = (node, 0)
             continue
-        new = Node(node.op, node.name, node.attrs, params=node._params)
+        # an op parsing its own attributes (Custom) keeps per-node state: parse again
+        new = Node(node.op, node.name, node.attrs,
+                   params=node._params if node.op.parse is None else None)
         new.inputs = [_mapped(entry_map, mapping, e) for e in node.inputs]
         new.versions = node.versions
         new.subgraphs = node.subgraphs  # a control-flow node keeps its bodies

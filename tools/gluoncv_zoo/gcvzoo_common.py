@@ -86,12 +86,13 @@ def _image(sizes, extra=None):
 
 def attempts(name: str) -> list[tuple[dict, list[tuple]]]:
     """``(get_model kwargs, input shapes)`` to try in order for ``name``; the first that
-    builds and runs is the one recorded. ``*custom*`` models get two classes (detection) or
-    no Kinetics weights (action)."""
+    builds and runs is the one recorded. ``*custom*`` detection models get two classes;
+    action models no Kinetics weights."""
     extra = {}
-    if "custom" in name:
-        extra = ({"use_kinetics_pretrain": False} if family(name) == "action"
-                 else {"classes": ["a", "b"]})
+    if family(name) == "action":  # fine-tuned action models load Kinetics weights otherwise
+        extra = {"use_kinetics_pretrain": False}
+    elif "custom" in name:
+        extra = {"classes": ["a", "b"]}
     return [(dict(kw, **extra), shapes) for kw, shapes in _attempts(name)]
 
 
@@ -113,9 +114,9 @@ def _attempts(name: str) -> list[tuple[dict, list[tuple]]]:
     if fam == "action":
         if name.startswith(_ACTION_3D):
             return [(dict(_NO_DOWNLOAD), [(1, 3, t, s, s)])
-                    for t, s in ((8, 64), (16, 64), (32, 64), (36, 64), (16, 112),
-                                 (32, 224), (64, 224))]
-        return _image([64, 224])
+                    for t, s in ((8, 64), (16, 64), (32, 64), (36, 64), (40, 64), (80, 64),
+                                 (16, 112), (32, 224), (64, 224))]
+        return _image([64, 224, 299])
     if name.startswith("siamrpn_"):
         return [(dict(_NO_DOWNLOAD), [(1, 3, 127, 127), (1, 3, 255, 255)])]
     return [(dict(_NO_DOWNLOAD), [(1, 3, 64, 64)]), (dict(_NO_DOWNLOAD), [(1, 3, 192, 640)])]

@@ -125,11 +125,25 @@ def _tolerate_reset_ctx(mx) -> None:
     mx.gluon.Parameter.reset_ctx = reset_ctx
 
 
+def _no_pretrained_base(gcv) -> None:
+    """GluonCV 0.10's ``resnet*_v1b_<dataset>`` action models build their base with the
+    class default ``pretrained_base=True`` whatever they are given (a download); here that
+    default is off."""
+    cls = gcv.model_zoo.action_recognition.actionrec_resnetv1b.ActionRecResNetV1b
+    original = cls.__init__
+
+    def init(self, *args, **kwargs):
+        kwargs["pretrained_base"] = False
+        original(self, *args, **kwargs)
+    cls.__init__ = init
+
+
 def worker(names: list[str], out_dir: str) -> None:
     import gluoncv as gcv
     import mxnet as mx
     import numpy as np
     _tolerate_reset_ctx(mx)
+    _no_pretrained_base(gcv)
     log = os.path.join(out_dir, "results.jsonl")
     for name in names:
         common.log_start(log, name)

@@ -7,11 +7,12 @@ dependencies: ``pip install -e ".[test]" scipy``)::
     python tools/mxnet_tests/run.py --mxnet-src /tmp/mxnet
 
 Each test file runs in its own pytest process under ``python -m symgraph run`` (so
-``import mxnet`` is symgraph), in a scratch folder holding synthetic MNIST files (nothing
-downloads), with a fixed ``MXNET_MODULE_SEED`` so MXNet's ``setup_module``/``with_seed``
-seeding is reproducible. Every failure gets a category from its exception (see
-:func:`categorize`). Results go to ``--out`` (JSON with date and commits) and ``--table``
-(a Markdown page). MXNet's files are read from ``--mxnet-src``, never copied here.
+``import mxnet`` is symgraph), in a scratch folder holding synthetic MNIST, CIFAR-10 and
+test-image files (``datasets.py``; nothing downloads), with a fixed ``MXNET_MODULE_SEED``
+so MXNet's ``setup_module``/``with_seed`` seeding is reproducible. Every failure gets a
+category from its exception (see :func:`categorize`). Results go to ``--out`` (JSON with
+date and commits) and ``--table`` (a Markdown page). MXNet's files are read from
+``--mxnet-src``, never copied here.
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import datasets  # noqa: E402 - the harness's own folder
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -289,6 +293,9 @@ def run_files(args, names: list[str], oracle: str | None = None) -> list[dict]:
     scratch = Path(tempfile.mkdtemp(prefix="mxnet_tests_"))
     try:
         write_mnist(scratch)
+        datasets.write_test_images(scratch)
+        if any(name.endswith("test_io.py") for name in names):
+            datasets.write_cifar10(scratch)  # 16 s: only for the test that reads it
         with ThreadPoolExecutor(args.jobs) as pool:
             return list(pool.map(lambda n: run_file(base / n, scratch, opts), names))
     finally:
