@@ -53,7 +53,7 @@ from .runtime import kernel
 from .table import KernelSpec, tensor_bytes
 
 (SGD, SGD_MOM, NAG, ADAM, RMSPROP, RMSPROP_ALEX, ADAGRAD, NAG_OP, SIGNSGD, SIGNUM, FTRL, FTML,
- ADAMW, LAMB1, LAMB2, RESET) = range(16)
+ ADAMW, LAMB1, LAMB2, RESET, ADAMW_G) = range(17)
 _ROW = 10  # table columns: w_in, g, s0_in, s1_in, s2_in, w_out, s0_out, s1_out, s2_out, numel
 _RATES = 4  # per-tensor floats: lr, wd, k0, k1 (FTML's and LAMB's bias terms)
 
@@ -110,15 +110,17 @@ def _update_kernel(rows, chunks, rates, consts, w_like, s_like, KIND: tl.constex
             w = w + a * m - lr * g
         if KIND == 1 or KIND == 2 or KIND == 7:
             tl.store(s0o + offs, m.to(s0o.dtype.element_ty), mask=mask)
-        if KIND == 3 or KIND == 12 or KIND == 13:
+        if KIND == 3 or KIND == 12 or KIND == 13 or KIND == 16:
             m = a * tl.load(s0 + offs, mask=mask, other=0.0) + (1.0 - a) * g
             v = b * tl.load(s1 + offs, mask=mask, other=0.0) + (1.0 - b) * g * g
             tl.store(s0o + offs, m.to(s0o.dtype.element_ty), mask=mask)
             tl.store(s1o + offs, v.to(s1o.dtype.element_ty), mask=mask)
         if KIND == 3:
             w = w - lr * m / (tl.sqrt(v) + eps)
-        if KIND == 12:  # lr and wd arrive multiplied by eta
+        if KIND == 12 or KIND == 16:  # lr and wd arrive multiplied by eta
             w = w - (lr * m / (tl.sqrt(v) + eps) + wd * w)
+        if KIND == 16:  # MXNet 1.9.1's _adamw_update also leaves clip(rescale * g) in grad
+            tl.store(s2o + offs, gc.to(s2o.dtype.element_ty), mask=mask)
         if KIND == 13:  # the output is LAMB's direction, not a weight
             w = (m / k0) / (tl.sqrt(v / k1) + eps) + wd * w
         if KIND == 4 or KIND == 5:
@@ -235,7 +237,8 @@ def _consts(kind: int, hp: UpdateParams) -> list[float]:
     clip)."""
     betas = (hp.beta1, hp.beta2)
     a, b = {SGD_MOM: (hp.momentum, 0.0), NAG: (hp.momentum, 0.0), NAG_OP: (hp.momentum, 0.0),
-            ADAM: betas, ADAMW: betas, LAMB1: betas, FTML: betas, SIGNUM: (hp.momentum, 0.0),
+            ADAM: betas, ADAMW: betas, ADAMW_G: betas, LAMB1: betas, FTML: betas,
+            SIGNUM: (hp.momentum, 0.0),
             RMSPROP: (hp.gamma1, 0.0), RMSPROP_ALEX: (hp.gamma1, hp.gamma2),
             FTRL: (hp.lamda1, hp.beta), LAMB2: (hp.lower_bound, hp.upper_bound)
             }.get(kind, (0., 0.))
@@ -506,6 +509,20 @@ def adamw_update_ref(weights, grads, means, variances, hp: UpdateParams) -> tupl
     return _per_tensor(step, weights, grads, (means, variances), hp)
 
 
+def adamw_update_grad(weights, grads, means, variances, hp: UpdateParams, out=None) -> tuple:
+    """Launch: :func:`adamw_update` that also writes ``clip(rescale_grad * grad)`` over each
+    grad (MXNet 1.9.1's ``_adamw_update`` does); (weights..., means..., variances...,
+    grads...)."""
+    return _launch(ADAMW_G, weights, grads, (means, variances, grads), hp, out)
+
+
+def adamw_update_grad_ref(weights, grads, means, variances, hp: UpdateParams) -> tuple:
+    """Reference: :func:`adamw_update_ref` plus the rescaled, clipped grads."""
+    new = adamw_update_ref(weights, grads, means, variances, hp)
+    return new + tuple(_clip(hp.rescale_grad * g.float(), hp.clip_gradient).to(g.dtype)
+                       for g in grads)
+
+
 def lamb_phase1(weights, grads, means, variances, hp: UpdateParams, out=None) -> tuple:
     """Launch: MXNet ``lamb_update_phase1`` (``hp.bias``: per tensor bias corrections);
     (directions..., means..., variances...), new direction tensors unless ``out``."""
@@ -760,6 +777,10 @@ KERNELS = [
     _spec("ftml_update", ftml_update, ftml_update_ref, ("square", "square", "signed"),
           bias=True, beta1=0.6),
     _spec("adamw_update", adamw_update, adamw_update_ref, ("signed", "square"), epsilon=1e-3),
+    KernelSpec(name="optim_adamw_update_grad", fn=adamw_update_grad, ref=adamw_update_grad_ref,
+               make=_maker(("signed", "square"), epsilon=1e-3), shapes=_SHAPES,
+               bench_shapes=_BENCH, dtypes=(torch.float32,), bytes=_bytes, family="optimizer",
+               extra={"inplace": True}),  # grads are written as states: one dtype for all
     _spec("lamb_phase1", lamb_phase1, lamb_phase1_ref, ("signed", "square"), bias=True,
           epsilon=1e-3),
     KernelSpec(name="optim_lamb_phase2", fn=lamb_phase2, ref=lamb_phase2_ref, make=_make_lamb2,

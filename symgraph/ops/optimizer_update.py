@@ -85,8 +85,9 @@ class Rule:
     ``kernel``: the rule's wrapper name; ``states``: input indices of its states (in the
     wrapper's order); ``master``: the fp32 master weight's index (mp ops); ``new_out``: the
     output is a new tensor even with a master (LAMB's phase 1 direction); ``writes_grad``:
-    ``grad`` is overwritten with ``clip(rescale_grad * grad)`` (MXNet 1.9.1's
-    ``_adamw_update``); ``over_weight``: the rule to run instead when ``out=`` is the weight
+    the kernel also overwrites ``grad`` with ``clip(rescale_grad * grad)`` (MXNet 1.9.1's
+    ``_adamw_update``; the kernel takes ``out=(weight, states..., grad)``); ``over_weight``:
+    the rule to run instead when ``out=`` is the weight
     itself (``p._out_is_input``; MXNet's in-place ``nag_mom_update``).
     """
 
@@ -108,12 +109,12 @@ def run_rule(rule: Rule, hp, ins, triton: bool) -> torch.Tensor:
         grad = grad.float()
     written = target if rule.master is not None and not rule.new_out else \
         torch.empty_like(target)
+    outs = [written, *states] + ([grad] if rule.writes_grad else [])
     if triton:
-        getattr(kops, rule.kernel)([target], [grad], *[[s] for s in states], hp,
-                                   out=[written, *states])
+        getattr(kops, rule.kernel)([target], [grad], *[[s] for s in states], hp, out=outs)
     else:
         new = getattr(kops, rule.kernel + "_ref")([target], [grad], *[[s] for s in states], hp)
-        for dst, src in zip([written, *states], new):
+        for dst, src in zip(outs, new):
             dst.copy_(src)
     if rule.master is not None and not rule.new_out:
         return written.to(weight.dtype)
@@ -129,12 +130,7 @@ def forwards(rule: Rule, hparams):
         chosen = rule
         if rule.over_weight and 0 in p.get("_out_is_input", ()):
             chosen = replace(rule, kernel=rule.over_weight)
-        out = run_rule(chosen, hp, ins, triton)
-        if rule.writes_grad:
-            g = ins[1].float() * hp.rescale_grad
-            bound = hp.clip_gradient
-            ins[1].copy_(g.clamp(-bound, bound) if bound >= 0 else g)
-        return (out,)
+        return (run_rule(chosen, hp, ins, triton),)
 
     def forward(p, ins, aux, rt):
         return run(p, ins, False)
@@ -265,7 +261,7 @@ update_op("adam_update", ("weight", "grad", "mean", "var"),
 _ADAMW = (LR, BETA1, BETA2, _EPS8, WD, _f("eta", doc="Schedule multiplier."), CLIP)
 _ADAMW_CASE = {"lr": 0.01, "eta": 0.5, "wd": 0.05, "clip_gradient": 0.5, "epsilon": 1e-3}
 update_op("_adamw_update", ("weight", "grad", "mean", "var", "rescale_grad"), _ADAMW,
-          Rule("adamw_update", (2, 3), writes_grad=True), _adamw_hp(4), _ADAMW_CASE,
+          Rule("adamw_update_grad", (2, 3), writes_grad=True), _adamw_hp(4), _ADAMW_CASE,
           "AdamW: ``w - eta*(lr*mean/(sqrt(var)+eps) + wd*w)``; ``grad`` becomes "
           "``clip(rescale_grad*grad)`` (in place, as in MXNet 1.9.1); skipped (weight "
           "returned, nothing written) when the ``rescale_grad`` array holds 0, NaN or inf.",
