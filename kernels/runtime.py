@@ -79,7 +79,7 @@ class Kernel:
         return f"<triton kernel {self.__name__}>"
 
 
-_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
 
 
 def kernel(fn: Callable | None = None, **jit_options: Any):

@@ -30,6 +30,8 @@ import traceback
 from collections import OrderedDict
 
 import numpy as np
+import numpy.random as rnd  # noqa: F401 - MXNet's test files use it via `from test_utils import *`
+import numpy.testing as npt  # noqa: F401 - likewise
 
 import symgraph as mx
 

@@ -305,13 +305,7 @@ _CASES = {  # the table of tests/fixtures/gluon_data/generate.py
 }
 
 
-_OP_MISMATCH = pytest.mark.xfail(strict=True, reason=(
-    "_image_resize (kernels/image.py) is off by 1 from OpenCV/MXNet on some small uint8 "
-    "bilinear resizes (here 5x8 -> 6x4); an operator issue, not the transform's"))
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_OP_MISMATCH) if n == "resize_batch"
-                                  else n for n in sorted(_CASES)])
+@pytest.mark.parametrize("name", sorted(_CASES))
 def test_transforms_match_mxnet(name):
     src, make = _CASES[name]
     data = _FIXTURES[f"in_{src}"]

@@ -206,8 +206,8 @@ def _inter(p: AugParams, old_w, old_h, new_w, new_h, rng) -> int:
 
 
 def _resize(img, w: int, h: int, inter: int):
-    import cv2
-    out = cv2.resize(img, (int(w), int(h)), interpolation=inter)
+    from ..ops.image import opencv_resize
+    out = opencv_resize(img, int(w), int(h), inter)
     return out[:, :, None] if out.ndim == 2 else out
 
 

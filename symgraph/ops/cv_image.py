@@ -186,7 +186,8 @@ def _resize_eager(b, p, ins):
     if p.interp not in (0, 1, 2, 3, 4):
         raise MXNetError(f"_cvimresize: unknown interpolation method {p.interp} (OpenCV "
                          "takes 0 nearest, 1 linear, 2 cubic, 3 area, 4 lanczos)")
-    out = _cv2().resize(src, (p.w, p.h), interpolation=p.interp)
+    from .image import opencv_resize
+    out = opencv_resize(src, p.w, p.h, p.interp)
     return [b.array(torch.from_numpy(np.ascontiguousarray(_as_hwc(out, src.shape[2]))))]
 
 

@@ -13,10 +13,12 @@ makes (C, H, W) float32 in [0, 1] and ``normalize`` works on that layout. Every 
   gradient is the output gradient in the cropped window, zeros elsewhere, as MXNet's.
 
 ``_image_resize`` samples as OpenCV's ``cv::resize`` (which MXNet calls): half-pixel centres,
-edge pixels repeated, a horizontal pass then a vertical one; uint8 images in OpenCV's fixed
-point (11-bit weights), so the pixels match MXNet's. ``interp`` 0 (nearest), 1 (bilinear) and
-2 (bicubic) are supported; 3 (area) and 4 (Lanczos) raise. As in MXNet its gradient is a copy
-of the output gradient (defined only where the size does not change).
+edge pixels repeated, a horizontal pass then a vertical one, uint8 images in OpenCV's fixed
+point (11-bit weights), so nearest, bilinear, area (3) and Lanczos (4) pixels equal
+``cv2.resize``'s, and uint8 bicubic pixels equal MXNet 1.9.1's (its bundled OpenCV 3 runs
+them in OpenCV's fixed point; today's ``cv2`` hands them to Intel IPP, within 1 level).
+As in MXNet the gradient is a copy of the output gradient (defined only where the size does
+not change).
 
 >>> import symgraph as mx
 >>> img = mx.nd.array([[[0, 10, 20], [30, 40, 50]]], dtype='uint8')  # (H=1, W=2, C=3)
@@ -243,16 +245,56 @@ def _resize_type(p, types):
     return (types, [t]) if t is not None else None
 
 
+def opencv_resize(img, ow: int, oh: int, interp: int):
+    """An (H, W, C) or (H, W) numpy image resized as MXNet 1.9.1's OpenCV does: ``cv2.resize``,
+    except uint8 bicubic, which runs :func:`kernels.image.image_resize_ref` (OpenCV's own
+    fixed point, MXNet's exact pixels; today's ``cv2`` hands that case to Intel IPP, which
+    differs by 1 level on a few percent of pixels). The one resize of ``mx.image``,
+    ``_cvimresize``, ``ImageRecordIter`` and ``_image_resize``'s odd cases."""
+    import numpy as np
+    import torch
+
+    from .cv_image import _cv2
+    if interp == 2 and img.dtype == np.uint8:
+        import kernels.image
+        hwc = img if img.ndim == 3 else img[:, :, None]
+        out = kernels.image.image_resize_ref(torch.from_numpy(np.ascontiguousarray(hwc))[None],
+                                             oh, ow, 2)[0].numpy()
+        return out if img.ndim == 3 else out[:, :, 0]
+    return _cv2().resize(np.ascontiguousarray(img), (ow, oh), interpolation=interp)
+
+
+def _opencv_resize(batch, oh: int, ow: int, interp: int):
+    """:func:`opencv_resize` of each (H, W, C) image of a (N, H, W, C) batch, on the host."""
+    import numpy as np
+    import torch
+
+    c = batch.shape[-1]
+    host = batch.detach().cpu().numpy()
+    outs = [opencv_resize(img, ow, oh, interp) for img in host]
+    out = np.stack([o.reshape(oh, ow, c) for o in outs]) if outs else \
+        np.zeros((0, oh, ow, c), host.dtype)
+    return torch.from_numpy(out).to(batch.device)
+
+
+def _uses_opencv(x, interp: int) -> bool:
+    """Area resizes of images with neither 1 nor 3 channels call OpenCV itself (it
+    shortcuts them in ways the kernel does not follow)."""
+    return interp == 3 and x.shape[-1] not in (1, 3)
+
+
 def _resize_run(name: str):
     """The forward calling ``kernels.image.<name>`` (the Triton kernel or its reference)."""
     def forward(p, ins, aux, rt):
         import kernels.image  # triton is imported when an op first runs, not with symgraph
         resize, x = getattr(kernels.image, name), ins[0]
-        if p.interp not in (0, 1, 2):
-            raise AttrError(f"_image_resize: interp={p.interp} (area or Lanczos) is not "
-                            "supported by symgraph; use 0 (nearest), 1 (bilinear) or 2 (bicubic)")
+        if p.interp not in (0, 1, 2, 3, 4):
+            raise AttrError(f"_image_resize: unknown interp={p.interp}; OpenCV takes 0 "
+                            "(nearest), 1 (bilinear), 2 (bicubic), 3 (area) or 4 (Lanczos)")
         oh, ow = _resized(p, x.shape[-3], x.shape[-2])
         batch = x if x.dim() == 4 else x[None]
+        if _uses_opencv(x, p.interp):
+            resize = _opencv_resize
         out = resize(batch, oh, ow, p.interp)
         return (out if x.dim() == 4 else out[0],)
     return forward
@@ -265,9 +307,12 @@ register(OpDef(
     params=(Param("size", "shape", (), doc="New size: (width, height), or one size."),
             Param("keep_ratio", "bool", False,
                   doc="With one size: resize the short edge to it, keeping the aspect ratio."),
-            Param("interp", "int", 1, doc="0 nearest, 1 bilinear, 2 bicubic (OpenCV's codes).")),
+            Param("interp", "int", 1,
+                  doc="0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (OpenCV's codes).")),
     cases=(Case(((5, 7, 3),), {"size": (4, 3)}, low=0.0, high=255.0, grad=False),
            Case(((2, 4, 3, 1),), {"size": 6, "keep_ratio": True, "interp": 2}, grad=False),
            Case(((3, 5, 3),), {"size": (4, 6), "interp": 0}, grad=False),
-           Case(((4, 3, 3),), {"size": (3, 4)})),
+           Case(((4, 3, 3),), {"size": (3, 4)}),
+           Case(((5, 6, 3),), {"size": (9, 4), "interp": 4}, low=0.0, high=255.0, grad=False),
+           Case(((7, 9, 1),), {"size": (4, 3), "interp": 3}, low=0.0, high=255.0, grad=False)),
     doc="Resize (H, W, C) or (N, H, W, C) images to ``size`` as OpenCV's ``cv::resize``."))

@@ -97,8 +97,9 @@ def _count_tests(path: Path) -> int:
                and node.name.startswith("test_"))
 
 
-def write_mnist(folder: Path, n_train: int = 6000, n_test: int = 10000, seed: int = 0) -> None:
-    """Learnable synthetic MNIST in the idx ubyte format, under ``folder/data``."""
+def write_mnist(folder: Path, n_train: int = 60000, n_test: int = 10000, seed: int = 0) -> None:
+    """Learnable synthetic MNIST in the idx ubyte format (MNIST's counts), under
+    ``folder/data``."""
     import numpy as np
     rng = np.random.default_rng(seed)
     templates = rng.random((10, 28, 28)) < 0.25
