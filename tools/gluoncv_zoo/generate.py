@@ -47,6 +47,11 @@ def _get_model(gcv, name: str, kwargs: dict):
             if not bad:
                 raise
             kwargs.pop(bad[0])
+        except Exception as err:  # noqa: BLE001 - darknet53 refuses any extra keyword
+            extra = [k for k in kwargs if k != "pretrained"]
+            if "should only accept kwargs" not in str(err) or not extra:
+                raise
+            kwargs.pop(extra[0])
 
 
 def _fill(mx, net) -> list[str]:
