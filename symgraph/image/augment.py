@@ -37,12 +37,9 @@ __all__ = ["Augmenter", "SequentialAug", "ResizeAug", "ForceResizeAug", "RandomC
 _GRAY_COEF = (0.299, 0.587, 0.114)
 
 
-class Augmenter:
-    """Image augmenter base class; keyword arguments are kept for :meth:`dumps`.
-
-    >>> Augmenter(p=0.5).dumps()
-    '["augmenter", {"p": 0.5}]'
-    """
+class _Dumpable:
+    """Keeps the constructor's keyword arguments (arrays as lists) for :meth:`dumps`; the
+    common base of :class:`Augmenter` and ``DetAugmenter``, which MXNet keeps apart."""
 
     def __init__(self, **kwargs):
         self._kwargs = kwargs
@@ -55,6 +52,14 @@ class Augmenter:
     def dumps(self) -> str:
         """The augmenter as a JSON string: ``[class name lowercased, kwargs]``."""
         return json.dumps([self.__class__.__name__.lower(), self._kwargs])
+
+
+class Augmenter(_Dumpable):
+    """Image augmenter base class; keyword arguments are kept for :meth:`dumps`.
+
+    >>> Augmenter(p=0.5).dumps()
+    '["augmenter", {"p": 0.5}]'
+    """
 
     def __call__(self, src):
         raise NotImplementedError("Must override implementation.")

@@ -12,7 +12,6 @@ detection augmenter maps ``(image, label)`` to a new pair.
 """
 from __future__ import annotations
 
-import json
 import logging
 import random
 import warnings
@@ -22,7 +21,6 @@ from numbers import Number
 import numpy as np
 
 from .. import ndarray as nd
-from ..ndarray import NDArray
 from .augment import (
     _PCA_EIGVAL,
     _PCA_EIGVEC,
@@ -35,6 +33,7 @@ from .augment import (
     LightingAug,
     RandomGrayAug,
     ResizeAug,
+    _Dumpable,
 )
 from .functions import fixed_crop
 
@@ -43,20 +42,9 @@ __all__ = ["DetAugmenter", "DetBorrowAug", "DetRandomSelectAug", "DetHorizontalF
            "CreateDetAugmenter"]
 
 
-class DetAugmenter:
-    """Detection augmenter base class: ``__call__(src, label) -> (src, label)``."""
-
-    def __init__(self, **kwargs):
-        self._kwargs = kwargs
-        for k, v in self._kwargs.items():
-            if isinstance(v, NDArray):
-                v = v.asnumpy()
-            if isinstance(v, np.ndarray):
-                self._kwargs[k] = v.tolist()
-
-    def dumps(self) -> str:
-        """The augmenter as a JSON string: ``[class name lowercased, kwargs]``."""
-        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
+class DetAugmenter(_Dumpable):
+    """Detection augmenter base class: ``__call__(src, label) -> (src, label)``; keyword
+    arguments are kept for :meth:`dumps`."""
 
     def __call__(self, src, label):
         raise NotImplementedError("Must override implementation.")
@@ -165,6 +153,34 @@ def _window_height(ratio, min_area, max_area, height, width, crop: bool) -> int:
     return h
 
 
+def _ranges_valid(owner: str, aspect_ratio_range, area_range, area_floor: float,
+                  area_what: str) -> bool:
+    """Whether a crop/pad augmenter's ranges are usable; warns as MXNet does if not (the
+    area's upper bound must exceed ``area_floor``)."""
+    if area_range[1] <= area_floor or area_range[0] > area_range[1]:
+        warnings.warn(f"Skip {owner} due to invalid {area_what}: {area_range}", stacklevel=3)
+        return False
+    if aspect_ratio_range[0] <= 0 or aspect_ratio_range[0] > aspect_ratio_range[1]:
+        warnings.warn(f"Skip {owner} due to invalid aspect_ratio_range: {aspect_ratio_range}",
+                      stacklevel=3)
+        return False
+    return True
+
+
+def _window_draws(aug, height: int, width: int, crop: bool):
+    """Per attempt of a crop/pad augmenter ``aug``, a random aspect ratio and window
+    height, drawn as MXNet does (nothing when ``aug`` is disabled or the image empty)."""
+    if not aug.enabled or height <= 0 or width <= 0:
+        return
+    min_area = aug.area_range[0] * height * width
+    max_area = aug.area_range[1] * height * width
+    for _ in range(aug.max_attempts):
+        ratio = random.uniform(*aug.aspect_ratio_range)
+        if ratio <= 0:
+            continue
+        yield ratio, _window_height(ratio, min_area, max_area, height, width, crop)
+
+
 class DetRandomCropAug(DetAugmenter):
     """Random crop keeping objects covered by at least ``min_object_covered``; objects
     covered less than ``min_eject_coverage`` are dropped from the label."""
@@ -179,15 +195,8 @@ class DetRandomCropAug(DetAugmenter):
         self.min_object_covered, self.min_eject_coverage = min_object_covered, min_eject_coverage
         self.max_attempts = max_attempts
         self.aspect_ratio_range, self.area_range = aspect_ratio_range, area_range
-        self.enabled = False
-        if area_range[1] <= 0 or area_range[0] > area_range[1]:
-            warnings.warn(f"Skip DetRandomCropAug due to invalid area_range: {area_range}",
-                          stacklevel=2)
-        elif aspect_ratio_range[0] > aspect_ratio_range[1] or aspect_ratio_range[0] <= 0:
-            warnings.warn("Skip DetRandomCropAug due to invalid aspect_ratio_range: "
-                          f"{aspect_ratio_range}", stacklevel=2)
-        else:
-            self.enabled = True
+        self.enabled = _ranges_valid("DetRandomCropAug", aspect_ratio_range, area_range,
+                                     0.0, "area_range")
 
     def __call__(self, src, label):
         crop = self._random_crop_proposal(label, src.shape[0], src.shape[1])
@@ -226,15 +235,9 @@ class DetRandomCropAug(DetAugmenter):
         return out[valid, :] if valid.size else None
 
     def _random_crop_proposal(self, label, height, width):
-        if not self.enabled or height <= 0 or width <= 0:
-            return ()
         min_area = self.area_range[0] * height * width
         max_area = self.area_range[1] * height * width
-        for _ in range(self.max_attempts):
-            ratio = random.uniform(*self.aspect_ratio_range)
-            if ratio <= 0:
-                continue
-            h = _window_height(ratio, min_area, max_area, height, width, crop=True)
+        for ratio, h in _window_draws(self, height, width, crop=True):
             w = int(round(h * ratio))
             if w * h < min_area:
                 h += 1
@@ -268,15 +271,8 @@ class DetRandomPadAug(DetAugmenter):
                          max_attempts=max_attempts, pad_val=pad_val)
         self.pad_val, self.max_attempts = pad_val, max_attempts
         self.aspect_ratio_range, self.area_range = aspect_ratio_range, area_range
-        self.enabled = False
-        if area_range[1] <= 1.0 or area_range[0] > area_range[1]:
-            warnings.warn(f"Skip DetRandomPadAug due to invalid parameters: {area_range}",
-                          stacklevel=2)
-        elif aspect_ratio_range[0] <= 0 or aspect_ratio_range[0] > aspect_ratio_range[1]:
-            warnings.warn("Skip DetRandomPadAug due to invalid aspect_ratio_range: "
-                          f"{aspect_ratio_range}", stacklevel=2)
-        else:
-            self.enabled = True
+        self.enabled = _ranges_valid("DetRandomPadAug", aspect_ratio_range, area_range,
+                                     1.0, "parameters")
 
     def __call__(self, src, label):
         height, width, _ = src.shape
@@ -295,15 +291,7 @@ class DetRandomPadAug(DetAugmenter):
         return out
 
     def _random_pad_proposal(self, label, height, width):
-        if not self.enabled or height <= 0 or width <= 0:
-            return ()
-        min_area = self.area_range[0] * height * width
-        max_area = self.area_range[1] * height * width
-        for _ in range(self.max_attempts):
-            ratio = random.uniform(*self.aspect_ratio_range)
-            if ratio <= 0:
-                continue
-            h = _window_height(ratio, min_area, max_area, height, width, crop=False)
+        for ratio, h in _window_draws(self, height, width, crop=False):
             w = int(round(h * ratio))
             if h - height < 2 or w - width < 2:
                 continue

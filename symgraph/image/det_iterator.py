@@ -21,7 +21,6 @@ import logging
 import numpy as np
 
 from .. import ndarray as nd
-from ..io.io import DataBatch
 from ..ndarray import NDArray
 from .det_augment import CreateDetAugmenter
 from .iterator import ImageIter
@@ -120,47 +119,18 @@ class ImageDetIter(ImageIter):
                 continue
             return data, label
 
-    def _batchify(self, batch_data, batch_label, start=0):
-        i = start
-        try:
-            while i < self.batch_size:
-                data, label = self._sample()
-                batch_data[i] = self.postprocess_data(data)
-                num_object = label.shape[0]
-                if num_object > batch_label.shape[1] or label.shape[1] != batch_label.shape[2]:
-                    raise RuntimeError(f"ImageDetIter: a label of shape {label.shape} does not "
-                                       f"fit label_shape {self.label_shape}")
-                rows = np.full(batch_label.shape[1:], -1, dtype=np.float32)
-                rows[:num_object] = label
-                batch_label[i] = nd.array(rows)
-                i += 1
-        except StopIteration:
-            if not i:
-                raise
-        return i
+    def _new_label_batch(self):
+        """Labels are (batch, objects, width), -1 where unused."""
+        return nd.full(self.provide_label[0][1], -1)
 
-    def next(self):
-        """The next DataBatch; labels are (batch, objects, width), -1 where unused."""
-        c, h, w = self.data_shape
-        if self._cache_data is not None:
-            batch_data, batch_label, i = self._cache_data, self._cache_label, self._cache_idx
-        else:
-            batch_data = nd.zeros((self.batch_size, c, h, w))
-            batch_label = nd.full(self.provide_label[0][1], -1)
-            i = self._batchify(batch_data, batch_label)
-        pad = self.batch_size - i
-        if pad != 0:
-            if self.last_batch_handle == "discard":
-                raise StopIteration
-            if self.last_batch_handle == "roll_over" and self._cache_data is None:
-                self._cache_data, self._cache_label, self._cache_idx = batch_data, batch_label, i
-                raise StopIteration
-            self._batchify(batch_data, batch_label, i)
-            if self.last_batch_handle == "pad":
-                self._allow_read = False
-            else:
-                self._cache_data = self._cache_label = self._cache_idx = None
-        return DataBatch([batch_data], [batch_label], pad=pad)
+    def _put_label(self, batch_label, i, label) -> None:
+        num_object = label.shape[0]
+        if num_object > batch_label.shape[1] or label.shape[1] != batch_label.shape[2]:
+            raise RuntimeError(f"ImageDetIter: a label of shape {label.shape} does not "
+                               f"fit label_shape {self.label_shape}")
+        rows = np.full(batch_label.shape[1:], -1, dtype=np.float32)
+        rows[:num_object] = label
+        batch_label[i] = nd.array(rows)
 
     def augmentation_transform(self, data, label):
         """Apply the detection augmenters in order."""

@@ -186,23 +186,34 @@ class ImageIter(DataIter):
         label, fname = self.imglist[idx]
         return label, self.read_image(fname)
 
+    def _sample(self):
+        """The next valid (image, label) after augmentation; StopIteration at the end."""
+        while True:
+            label, s = self.next_sample()
+            data = self.imdecode(s)
+            try:
+                self.check_valid_image(data)
+            except RuntimeError as e:
+                logging.debug("Invalid image, skipping:  %s", e)
+                continue
+            return self.augmentation_transform(data), label
+
+    def _new_label_batch(self):
+        """The label array a new batch fills."""
+        return nd.empty(self.provide_label[0][1])
+
+    def _put_label(self, batch_label, i, label) -> None:
+        """Store sample ``i``'s label in the batch."""
+        batch_label[i] = label
+
     def _batchify(self, batch_data, batch_label, start=0):
         """Fill ``batch_data``/``batch_label`` from ``start``; the number filled."""
         i = start
         try:
             while i < self.batch_size:
-                label, s = self.next_sample()
-                data = self.imdecode(s)
-                try:
-                    self.check_valid_image(data)
-                except RuntimeError as e:
-                    logging.debug("Invalid image, skipping:  %s", e)
-                    continue
-                data = self.augmentation_transform(data)
-                if i >= self.batch_size:
-                    raise MXNetError("Batch size must be multiples of augmenter output length")
+                data, label = self._sample()
                 batch_data[i] = self.postprocess_data(data)
-                batch_label[i] = label
+                self._put_label(batch_label, i, label)
                 i += 1
         except StopIteration:
             if not i:
@@ -216,7 +227,7 @@ class ImageIter(DataIter):
             batch_data, batch_label, i = self._cache_data, self._cache_label, self._cache_idx
         else:
             batch_data = nd.zeros((self.batch_size, c, h, w))
-            batch_label = nd.empty(self.provide_label[0][1])
+            batch_label = self._new_label_batch()
             i = self._batchify(batch_data, batch_label)
         pad = self.batch_size - i
         if pad != 0:

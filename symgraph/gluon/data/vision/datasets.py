@@ -71,7 +71,21 @@ def _read_idx(path: str, magic: int, ndim: int) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=head_len).reshape(dims)
 
 
-class MNIST(dataset._DownloadedDataset):
+class _TrainTestDataset(dataset._DownloadedDataset):
+    """A dataset read from files under ``root`` (default ``$MXNET_HOME/datasets/<name>``),
+    the training or the test split."""
+
+    _namespace = ""
+
+    def __init__(self, root=None, train=True, transform=None):
+        self._train = train
+        if root is None:
+            from ....base import data_dir
+            root = os.path.join(data_dir(), "datasets", self._namespace)
+        super().__init__(root, transform)
+
+
+class MNIST(_TrainTestDataset):
     """The MNIST digits: samples ``(image, label)``, the image a uint8 NDArray
     ``(28, 28, 1)``, the label an int32.
 
@@ -96,13 +110,6 @@ class MNIST(dataset._DownloadedDataset):
     _namespace = "mnist"
     _files = {True: ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
               False: ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")}
-
-    def __init__(self, root=None, train=True, transform=None):
-        self._train = train
-        if root is None:
-            from ....base import data_dir
-            root = os.path.join(data_dir(), "datasets", self._namespace)
-        super().__init__(root, transform)
 
     def _get_data(self) -> None:
         from .... import ndarray as nd
@@ -139,7 +146,7 @@ class FashionMNIST(MNIST):
     _namespace = "fashion-mnist"
 
 
-class CIFAR10(dataset._DownloadedDataset):
+class CIFAR10(_TrainTestDataset):
     """CIFAR-10 from its binary batches: samples ``(image, label)``, the image a uint8
     NDArray ``(32, 32, 3)``, the label an int32.
 
@@ -169,13 +176,6 @@ class CIFAR10(dataset._DownloadedDataset):
     _label_bytes = 1
     _files = {True: tuple(f"data_batch_{i}.bin" for i in range(1, 6)),
               False: ("test_batch.bin",)}
-
-    def __init__(self, root=None, train=True, transform=None):
-        self._train = train
-        if root is None:
-            from ....base import data_dir
-            root = os.path.join(data_dir(), "datasets", self._namespace)
-        super().__init__(root, transform)
 
     def _label_column(self) -> int:
         return 0
