@@ -1140,8 +1140,8 @@ def get_bz2_data(data_dir, data_name, url, data_origin_name) -> None:
 
 
 def get_im2rec_path(home_env="MXNET_HOME") -> str:
-    """Path of MXNet's ``tools/im2rec.py`` under ``$home_env``; IOError if absent (symgraph
-    does not ship it)."""
+    """Path of ``tools/im2rec.py`` under ``$home_env``, else symgraph's own
+    (``symgraph/tools/im2rec.py``, MXNet's options); IOError if absent."""
     root = config.env_flag(home_env, None) or os.path.dirname(mx.__file__)
     for path in (os.path.join(root, "tools", "im2rec.py"),
                  os.path.join(root, "..", "..", "tools", "im2rec.py")):

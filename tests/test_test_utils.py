@@ -407,6 +407,8 @@ def test_missing_data_raises_instead_of_downloading(tmp_path, monkeypatch):
         with pytest.raises(MXNetError, match="downloads are disabled"):
             call()
     assert os.path.isdir("data")  # MXNet's helpers create it
+    assert tu.get_im2rec_path().endswith(os.path.join("symgraph", "tools", "im2rec.py"))
+    monkeypatch.setenv("MXNET_HOME", str(tmp_path))  # a home without tools/im2rec.py
     with pytest.raises(OSError, match="im2rec"):
         tu.get_im2rec_path()
 

@@ -22,7 +22,13 @@ def _load_generator():
     return module
 
 
-NETS = _load_generator().nets(mx)
+def _nets() -> dict:
+    # a fresh name counter, as in the generator's own process (auto names such as _plus0)
+    with mx.name.NameManager():
+        return _load_generator().nets(mx)
+
+
+NETS = _nets()
 
 
 def _record(name: str) -> dict:
