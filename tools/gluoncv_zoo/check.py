@@ -111,14 +111,19 @@ def _load_and_run(mx, graph_json: str, graph: dict, io: dict, params_path, tmp):
 
 
 def _detection_rows(outs):
-    """``(ids, scores, boxes)`` of shapes ``(B, N[, 1]), (B, N[, 1]), (B, N, 4)`` as sorted
-    ``(B*N, 6)`` rows, or None for other outputs."""
+    """``(ids, scores, boxes[, masks])`` of shapes ``(B, N[, 1]), (B, N[, 1]), (B, N, 4)[,
+    (B, N, ...)]`` as rows (id, score, box, mask values...) sorted by id, score and box, or
+    None for other outputs."""
     import numpy as np
-    if len(outs) != 3 or outs[2].shape[-1] != 4 or \
+    if len(outs) not in (3, 4) or outs[2].shape[-1] != 4 or \
             not outs[0].size == outs[1].size == outs[2].size // 4:
         return None
-    rows = np.concatenate([o.reshape(-1, w) for o, w in zip(outs, (1, 1, 4))], axis=1)
-    return rows[np.lexsort(rows.T[::-1])]
+    n = outs[0].size
+    if len(outs) == 4 and outs[3].size % n:
+        return None
+    widths = (1, 1, 4) + ((outs[3].size // n,) if len(outs) == 4 else ())
+    rows = np.concatenate([o.reshape(-1, w) for o, w in zip(outs, widths)], axis=1)
+    return rows[np.lexsort(rows[:, :6].T[::-1])]
 
 
 def _same_detections(outs, want) -> str | None:
@@ -153,6 +158,8 @@ def _mask_defect(graph: dict, outs, want) -> str | None:
     (the first three outputs) match, up to the order of ties."""
     ops = symbol_ops(graph)
     if len(outs) != 4 or "_contrib_ROIAlign" not in ops or "where" not in ops:
+        return None
+    if _same_detections(outs, want):  # masks too, once equal-score rows are aligned
         return None
     if all(common.compare(g, w)[0] for g, w in zip(outs[:3], want[:3])) or \
             _same_detections(outs[:3], want[:3]):
