@@ -311,14 +311,14 @@ def run_steps(steps: list, values: list, rt, labels: dict, phase: str) -> None:
             values[f] = None
 
 
-def call_imperative(op: str, fn: Callable, *args, device=None):
+def call_imperative(op: str, fn: Callable, *args, device=None, info: dict | None = None):
     """``fn(*args)`` timed as one imperative operator ``op`` (inside a scope: the scope's
-    category and ``<scope>::<op>``)."""
+    category and ``<scope>::<op>``); ``info`` goes into the event's ``args``."""
     category, name = "operator", op
     if _PROF.scopes:
         category, prefix = _PROF.scopes[-1]
         name = f"{prefix}{op}"
-    event = {"name": name, "cat": category, "ph": "X", "args": {"op": op}}
+    event = {"name": name, "cat": category, "ph": "X", "args": {"op": op, **(info or {})}}
     if device is not None and device.type == "cuda":
         begin = _PROF.gpu.start()
         out = fn(*args)

@@ -74,6 +74,9 @@ def test_training_step_trace_has_every_kernel(trace):
         assert starts == sorted(starts)
     ops = {e["args"]["op"] for e in events if e["ph"] == "X"}
     assert {"FullyConnected", "Activation", "SoftmaxOutput"} <= ops
+    updates = [e for e in events if e["ph"] == "X" and e["args"]["op"] == "sgd_update"]
+    assert sorted(p for e in updates for p in e["args"]["params"]) == \
+        sorted(mod._exec_group.param_names)  # the optimizer's kernels, named by parameter
     names = {e["args"]["name"] for e in events if e["ph"] == "M"}
     assert "operator" in names
 

@@ -13,6 +13,7 @@ import warnings
 from itertools import repeat
 from operator import is_
 
+from .. import profiler as _profiler
 from ..base import DTypeError, ShapeError, dtype_name
 from ..ndarray import NDArray
 from .optimizer import Optimizer
@@ -151,13 +152,23 @@ optimizer-states blob (MXNet's pickled optimizer states are not read: see docs/c
             indices, grads, weights = list(index), list(grad), list(weight)
         if not weights:
             return
+        keep = isinstance(index, (list, tuple))
+        if _profiler.ACTIVE.symbolic or _profiler.ACTIVE.imperative:
+            names = [str(self.optimizer.idx2name.get(i, i)) for i in indices]
+            _profiler.call_imperative(f"{type(self.optimizer).__name__.lower()}_update",
+                                      self._update, indices, grads, weights, keep,
+                                      device=weights[0]._t.device, info={"params": names})
+            return
+        self._update(indices, grads, weights, keep)
+
+    def _update(self, indices: list, grads: list, weights: list, keep: bool) -> None:
         self.optimizer._set_current_context(_device_id(weights[0]))
         if not self.aggregate_updates:
             states = self._states_of(indices, weights)
             for i, w, g, s in zip(indices, weights, grads, states):
                 self.optimizer.update_multi_precision(i, w, g, s)
             return
-        plan = self._plan(indices, weights, grads, keep=isinstance(index, (list, tuple)))
+        plan = self._plan(indices, weights, grads, keep=keep)
         for step in plan.steps:
             step()
 
