@@ -124,3 +124,15 @@ def test_rounding_verdict_needs_symgraph_as_close_to_float64_as_mxnet():
                                                          mxnet_out)
     assert check._rounding_verdict(exact, [np.array([1.3, 2, 3])], mxnet_out) is None
     assert check._rounding_verdict(None, [np.array([1.0])], mxnet_out) is None
+
+
+def test_detections_pair_up_when_noise_reorders_near_equal_scores():
+    ids = np.array([[[2.0], [2.0], [2.0]]])
+    want_scores = np.array([[[0.07550], [0.07549], [0.5]]])
+    got_scores = np.array([[[0.07549], [0.07550], [0.5]]])  # float32 noise flips the order
+    boxes = np.array([[[0, 83, 0, 83.4], [0, 146, 0, 146.1], [1, 2, 3, 4]]])
+    got_boxes = boxes[:, [1, 0, 2]]
+    assert check._same_detections([ids, got_scores, got_boxes], [ids, want_scores, boxes])
+    wrong = got_boxes.copy()
+    wrong[0, 0, 1] += 20  # a box that is not there
+    assert check._same_detections([ids, got_scores, wrong], [ids, want_scores, boxes]) is None
