@@ -119,12 +119,18 @@ def assert_backends_agree(op: OpDef, case: Case, values: list[np.ndarray], rtol:
     return exe
 
 
+def assert_no_torch_step(exe) -> dict:
+    """No step of the executor's Triton plan fell back to a torch reference; its labels."""
+    labels = exe._plan.impl
+    assert not [v for v in labels.values() if v.startswith("torch:")], labels
+    return labels
+
+
 def assert_triton_case(op: OpDef, case: Case, rtol: float = 1e-5, atol: float = 1e-5) -> dict:
     """One table case on both backends: they agree, no step of the Triton plan fell back to
     a torch reference, and the op's own kernel (if it has one) ran. The plan's labels."""
-    exe = assert_backends_agree(op, case, draw_inputs(case, np.float32), rtol, atol)
-    labels = exe._plan.impl
-    assert not [v for v in labels.values() if v.startswith("torch:")], labels
+    labels = assert_no_torch_step(
+        assert_backends_agree(op, case, draw_inputs(case, np.float32), rtol, atol))
     if op.kernel is not None:
         assert f"triton:{op.kernel.__name__}" in labels.values(), labels
     return labels

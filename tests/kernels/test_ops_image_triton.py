@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from symgraph.ops.base import Case, get_op
-from tests.op_harness import assert_backends_agree, bind, draw_inputs, run_forward
+from tests.op_harness import (
+    assert_backends_agree,
+    assert_no_torch_step,
+    bind,
+    draw_inputs,
+    run_forward,
+)
 
 DETERMINISTIC = ["_image_to_tensor", "_image_normalize", "_image_flip_left_right",
                  "_image_flip_top_bottom", "_image_crop", "_image_resize",
@@ -23,15 +29,10 @@ CASES = [pytest.param(name, case, id=f"{name}-{i}") for name in DETERMINISTIC
 CASES += [pytest.param(name, case, id=f"{name}-fixed") for name in RANDOM for case in FIXED]
 
 
-def _no_torch(exe):
-    labels = exe._plan.impl
-    assert not [v for v in labels.values() if v.startswith("torch:")], labels
-
-
 @pytest.mark.parametrize("name,case", CASES)
 def test_triton_backend_matches_torch(name, case):
     op = get_op(name)
-    _no_torch(assert_backends_agree(op, case, draw_inputs(case, np.float32), 1e-4, 1e-4))
+    assert_no_torch_step(assert_backends_agree(op, case, draw_inputs(case, np.float32), 1e-4, 1e-4))
 
 
 @pytest.mark.parametrize("interp", [0, 1, 2, 3, 4])
@@ -53,7 +54,7 @@ def test_triton_random_ops_run_on_kernels(name):
     with config.override(backend="triton"):
         _, exe = bind(op, case, values, grad=False)
     out = run_forward(exe, False, seed=3)[0]
-    _no_torch(exe)
+    assert_no_torch_step(exe)
     assert out.shape == values[0].shape and np.isfinite(out).all()
     if name == "_image_random_flip_left_right":
         assert (out == values[0]).all() or (out == values[0][:, ::-1]).all()

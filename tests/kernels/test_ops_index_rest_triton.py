@@ -13,7 +13,7 @@ import pytest
 import symgraph as mx
 from symgraph import config
 from symgraph.ops.base import get_op
-from tests.op_harness import assert_backends_agree, draw_inputs
+from tests.op_harness import assert_backends_agree, assert_no_torch_step, draw_inputs
 
 HOOKED = ["_split_v2", "_contrib_index_array", "_slice_assign", "_slice_assign_scalar",
           "_set_value", "im2col", "_backward_im2col", "col2im"]
@@ -27,8 +27,7 @@ def test_triton_backend_matches_torch(name, index):
     op = get_op(name)
     case = op.cases[index]
     exe = assert_backends_agree(op, case, draw_inputs(case, np.float32), 1e-5, 1e-5)
-    labels = exe._plan.impl
-    assert not [v for v in labels.values() if v.startswith("torch:")], labels
+    labels = assert_no_torch_step(exe)
     assert any(v.startswith("triton:") for v in labels.values()), labels
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from symgraph.ops.base import Case, canonical_ops, get_op
-from tests.op_harness import assert_backends_agree, draw_inputs, run_case
+from tests.op_harness import assert_backends_agree, assert_no_torch_step, draw_inputs, run_case
 
 NAMES = sorted(op.name for op in canonical_ops()
                if op.name.startswith("_linalg_") and "gemm" not in op.name)
@@ -18,8 +18,7 @@ CASES = [pytest.param(name, i, id=f"{name}-{i}")
 
 def _run(op, case, values):
     exe = assert_backends_agree(op, case, values, 1e-4, 1e-5)
-    labels = exe._plan.impl
-    assert not [v for v in labels.values() if v.startswith("torch:")], labels
+    labels = assert_no_torch_step(exe)
     return labels
 
 

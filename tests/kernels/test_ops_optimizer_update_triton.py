@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from symgraph.ops.base import canonical_ops, get_op
-from tests.op_harness import assert_backends_agree, draw_inputs, run_case
+from tests.op_harness import assert_backends_agree, assert_no_torch_step, draw_inputs, run_case
 
 OPS = [op for op in canonical_ops() if op.forward.__module__.startswith(
     ("symgraph.ops.optimizer_update", "symgraph.ops.optimizer_multi",
@@ -32,8 +32,7 @@ def test_triton_backend_matches_torch(op, case):
     for name, arr in want_exe.arg_dict.items():  # the states written in place
         np.testing.assert_allclose(exe.arg_dict[name].asnumpy(), arr.asnumpy(), rtol=1e-5,
                                    atol=1e-5, err_msg=name)
-    labels = exe._plan.impl
-    assert not [v for v in labels.values() if v.startswith("torch:")], labels
+    labels = assert_no_torch_step(exe)
     assert f"triton:{op.kernel.__name__}" in labels.values(), labels
 
 
@@ -41,5 +40,4 @@ def test_multi_lars_composite_has_no_torch_node():
     op = get_op("multi_lars")
     case = op.cases[0]
     exe = assert_backends_agree(op, case, draw_inputs(case, np.float32), 1e-5, 1e-5)
-    labels = exe._plan.impl
-    assert not [v for v in labels.values() if v.startswith("torch:")], labels
+    assert_no_torch_step(exe)
