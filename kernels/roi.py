@@ -285,9 +285,10 @@ def roi_align_backward(dy: torch.Tensor, x: torch.Tensor, rois: torch.Tensor, a:
 
 
 def _align_weights(start, bins, grid: int, pooled: int, size: int, dtype) -> torch.Tensor:
-    """(pooled, size) averaging weights of one axis: the bilinear taps of its samples."""
-    p = torch.arange(pooled, dtype=torch.float32)[:, None]
-    i = torch.arange(grid, dtype=torch.float32)[None, :]
+    """(pooled, size) averaging weights of one axis: the bilinear taps of its samples,
+    placed in ``start``'s precision."""
+    p = torch.arange(pooled, dtype=start.dtype)[:, None]
+    i = torch.arange(grid, dtype=start.dtype)[None, :]
     v = (start + p * bins + (i + 0.5) * bins / grid).reshape(-1)
     lo, hi, frac, ok = _taps(v, size)
     frac = frac * ok
@@ -302,7 +303,8 @@ def _align_roi(x, roi, a):
     """One ROI's (C_out, PH, PW) output: separable weights ``A_h @ x[b] @ A_w^T``."""
     pooled, scale, ratio, ps, aligned = a
     b = int(roi[0]) if roi.numel() == 5 else 0
-    box = roi[-4:] * torch.tensor(scale, dtype=torch.float32) - (0.5 if aligned else 0.0)
+    scale = torch.tensor(scale, dtype=torch.float32).to(roi.dtype)  # MXNet's float parameter
+    box = roi[-4:] * scale - (0.5 if aligned else 0.0)
     size = box[2:] - box[:2]  # (w, h)
     if not aligned:
         size = torch.clamp(size, min=1.0)
@@ -323,7 +325,8 @@ def _align_roi(x, roi, a):
 def roi_align_ref(x: torch.Tensor, rois: torch.Tensor, a: tuple) -> torch.Tensor:
     """Reference: per ROI, separable averaging weights on both sides of the map."""
     shape = (_align_out_channels(x, a[0], a[3]),) + tuple(a[0])
-    outs = [_align_roi(x, roi, a) for roi in rois.detach().float().cpu()]
+    coords = torch.float64 if x.dtype == torch.float64 else torch.float32  # MXNet's T
+    outs = [_align_roi(x, roi, a) for roi in rois.detach().to(coords).cpu()]
     outs = [o if o is not None else x.new_zeros(shape) for o in outs]
     return torch.stack(outs) if outs else x.new_zeros((0,) + shape)
 

@@ -136,3 +136,58 @@ def test_detections_pair_up_when_noise_reorders_near_equal_scores():
     wrong = got_boxes.copy()
     wrong[0, 0, 1] += 20  # a box that is not there
     assert check._same_detections([ids, got_scores, wrong], [ids, want_scores, boxes]) is None
+
+
+def test_tied_scores_may_differ_in_the_last_bits():
+    ids = np.array([[[3.0], [1.0], [2.0]]])
+    scores = np.array([[[0.9], [0.5], [0.5]]])
+    boxes = np.arange(12, dtype=float).reshape(1, 3, 4)
+    other = boxes.copy()
+    other[0, 2] += 7
+    ulp = scores.copy()
+    ulp[0, 1:] = 0.5 * (1 + 3e-16)  # the same tie, summed in another order
+    assert "tied at the lowest kept score" in \
+        check._same_detections([ids, ulp, other], [ids, scores, boxes])
+    apart = scores.copy()
+    apart[0, 1:] = 0.5001  # not a tie any more
+    assert check._same_detections([ids, apart, other], [ids, scores, boxes]) is None
+
+
+def test_float64_verdict_needs_mxnet_float64_outputs_that_agree():
+    exact = [np.array([1.0, 2.0, 3.0])]
+    rec = {"status": "mismatch", "errors": [0.4]}
+    assert check._float64_verdict(exact, {"out0": np.array([1.0, 2.0, 3.0])}, rec) \
+        .startswith("float64: ")
+    assert check._float64_verdict(exact, {"out0": np.array([1.0, 2.5, 3.0])}, rec) is None
+    assert check._float64_verdict(exact, None, rec) is None
+    assert check._float64_verdict(None, {"out0": exact[0]}, rec) is None
+
+
+def _roialign_graph() -> str:
+    data, rois = mx.sym.Variable("data"), mx.sym.Variable("rois")
+    out = mx.sym.contrib.ROIAlign(data, rois, pooled_size=(2, 2), spatial_scale=0.5,
+                                  sample_ratio=2)
+    return mx.sym.argsort(mx.sym.sum(out, axis=(2, 3)), axis=1).tojson()
+
+
+def test_float64_rewrites_keep_the_computation():
+    """``widen_json`` makes every float32 dtype float64 (argsort's default too);
+    ``zero_skipped_rois`` gives the rows of rois with batch index -1 as zeros, which
+    symgraph's ROIAlign writes already: the rewritten graph computes the same."""
+    graph = _roialign_graph()
+    wide = common.widen_json(graph)
+    assert json.loads(wide)["nodes"][-1]["attrs"]["dtype"] == "float64"
+    rng = np.random.RandomState(0)
+    args = {"data": mx.nd.array(rng.uniform(-1, 1, (2, 3, 6, 6)), dtype="float64"),
+            "rois": mx.nd.array([[0, 1, 1, 9, 8], [-1, 0, 0, 4, 4], [1, 2, 0, 7, 11]],
+                                dtype="float64")}
+    outs = []
+    for text in (wide, common.zero_skipped_rois(wide)):
+        sym = mx.sym.load_json(text)
+        assert sorted(sym.list_arguments()) == ["data", "rois"]
+        outs.append(sym.bind(mx.cpu(), dict(args)).forward()[0].asnumpy())
+    assert outs[0].dtype == np.float64
+    np.testing.assert_array_equal(outs[0], outs[1])
+    roi_nodes = [n for n in json.loads(common.zero_skipped_rois(graph))["nodes"]
+                 if n["op"] == "_contrib_ROIAlign"]
+    assert len(roi_nodes) == 1 and roi_nodes[0]["attrs"]["spatial_scale"] == "0.5"

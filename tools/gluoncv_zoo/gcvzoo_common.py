@@ -5,7 +5,10 @@ only, so both virtualenvs import it.
   with the name's CRC-32), so symgraph rebuilds MXNet's parameters without a params file;
 - ``family``: the task family of a GluonCV architecture name;
 - ``attempts``: the constructor arguments and input shapes tried, smallest first;
-- ``model_input``: the deterministic input of a given shape.
+- ``model_input``: the deterministic input of a given shape;
+- ``widen_json`` / ``zero_skipped_rois``: the graph rewrites of the float64 check (every
+  float32 dtype to float64; ROIAlign's rows for rois of batch index -1 zeroed, as MXNet's GPU
+  kernel writes them and its CPU kernel leaves them uninitialised).
 
 >>> bool(param_value("conv0_running_var", (3,)).min() > 0)
 True
@@ -120,6 +123,63 @@ def _attempts(name: str) -> list[tuple[dict, list[tuple]]]:
     if name.startswith("siamrpn_"):
         return [(dict(_NO_DOWNLOAD), [(1, 3, 127, 127), (1, 3, 255, 255)])]
     return [(dict(_NO_DOWNLOAD), [(1, 3, 64, 64)]), (dict(_NO_DOWNLOAD), [(1, 3, 192, 640)])]
+
+
+# ops whose float32 output dtype is a default attribute the JSON leaves out
+_FLOAT32_DEFAULT = {"argsort", "topk", "_arange", "_zeros", "_ones", "_full", "_linspace",
+                    "_eye", "_contrib_arange_like", "_random_uniform", "_random_normal"}
+
+
+def widen_json(graph_json: str) -> str:
+    """The graph with every float32 dtype attribute (explicit or default) made float64."""
+    graph = json.loads(graph_json)
+    for node in graph["nodes"]:
+        attrs = node.get("attrs", {})
+        if node["op"] in _FLOAT32_DEFAULT and "dtype" not in attrs:
+            node.setdefault("attrs", attrs)["dtype"] = "float64"
+        elif attrs.get("dtype") == "float32":
+            attrs["dtype"] = "float64"
+        if attrs.get("__dtype__") == "0":  # variables' float32 type flag
+            attrs["__dtype__"] = "1"
+    return json.dumps(graph)
+
+
+def zero_skipped_rois(graph_json: str) -> str:
+    """The graph with each ``_contrib_ROIAlign`` computed as MXNet's GPU kernel does for
+    rois of a negative batch index (their output rows zero): MXNet's CPU kernel
+    (roi_align.cc, ``top_data[n] = 0``) leaves those rows uninitialised and zeroes element
+    ``n`` of the output instead, a row of some other roi. Rewritten as ``where(batch >= 0,
+    ROIAlign(data, rois with the batch index clamped to 0), 0)``."""
+    graph = json.loads(graph_json)
+    nodes, remap = [], {}
+
+    def add(op, name, inputs, attrs=None):
+        nodes.append({"op": op, "name": name, "attrs": attrs or {}, "inputs": inputs})
+        return [len(nodes) - 1, 0, 0]
+
+    for old, node in enumerate(graph["nodes"]):
+        node = dict(node, inputs=[[remap[i], o, v] for i, o, v in node["inputs"]])
+        if node["op"] != "_contrib_ROIAlign":
+            nodes.append(node)
+            remap[old] = len(nodes) - 1
+            continue
+        (data, rois), name = node["inputs"], node["name"]
+        batch = add("slice_axis", f"{name}_batch", [rois], {"axis": "1", "begin": "0", "end": "1"})
+        boxes = add("slice_axis", f"{name}_boxes", [rois], {"axis": "1", "begin": "1",
+                                                            "end": "None"})
+        first = add("relu", f"{name}_batch0", [batch])
+        valid = add("Concat", f"{name}_rois", [first, boxes], {"dim": "1", "num_args": "2"})
+        out = add(node["op"], name, [data, valid], node.get("attrs"))
+        keep = add("_greater_equal_scalar", f"{name}_keep", [batch], {"scalar": "0"})
+        keep = add("Reshape", f"{name}_keep4", [keep], {"shape": "(-1, 1, 1, 1)"})
+        keep = add("broadcast_like", f"{name}_keepall", [keep, out])
+        zero = add("zeros_like", f"{name}_zero", [out])
+        remap[old] = add("where", f"{name}_zeroed", [keep, out, zero])[0]
+    graph["nodes"] = nodes
+    graph["arg_nodes"] = [i for i, n in enumerate(nodes) if n["op"] == "null"]
+    graph["heads"] = [[remap[i], o, v] for i, o, v in graph["heads"]]
+    graph.pop("node_row_ptr", None)
+    return json.dumps(graph)
 
 
 def compare(got: np.ndarray, want: np.ndarray, rtol: float = 1e-3) -> tuple[bool, float]:
