@@ -133,8 +133,9 @@ def fixed_point_inference():
     """symgraph's bind with the fixed-point inference loop (every rule, every pass) in place
     of the one-pass inference: the path before the bind-speed change, less its other parts
     (one forward inference, one graph walk for the name lists)."""
-    from symgraph import executor, plan
-    from symgraph.infer import SHAPE, infer_shapes, infer_types
+    from symgraph import executor
+    from symgraph.compiler import plan
+    from symgraph.symbol.infer import SHAPE, infer_shapes, infer_types
 
     def loop(kind, graph, initial, settled=None):
         return (infer_shapes if kind is SHAPE else infer_types)(graph, initial)

@@ -138,7 +138,7 @@ def main() -> int:
         print("No CUDA device: the kernel benchmarks need a GPU; nothing was measured.")
         return 0
     from benchmarks.bench_mlp import commit
-    from kernels.table import all_kernels
+    from symgraph.kernels.table import all_kernels
     peers = args.peers.split(",")
     start = time.perf_counter()
     caps = ceilings()

@@ -464,11 +464,11 @@ def _recorded_grad(heads, variables: list, head_grads, train_mode: bool) -> list
     """``grad(create_graph=True)``: the gradient graph of the recorded computation (the
     forward recomputed inside it) run as a recorded call, so its outputs can be
     differentiated again. Random operators draw anew in the recomputed forward."""
-    from .autodiff import build_gradients
     from .cached_graph import CachedGraph
-    from .composite import expand
-    from .graph import IndexedGraph
+    from .compiler.autodiff import build_gradients
+    from .compiler.composite import expand
     from .symbol import Group, zeros_like
+    from .symbol.graph import IndexedGraph
     from .symbol.symbol import Symbol
     heads, head_grads = _heads(heads, head_grads)
     outs, leaves = _recorded_symbols(heads)
@@ -501,7 +501,7 @@ def _recorded_grad(heads, variables: list, head_grads, train_mode: bool) -> list
 def _rename_created(ig, built) -> None:
     """Prefix the nodes a gradient pass created with ``grad_``: differentiating the gradient
     graph again names its nodes (and head-gradient variables) as the first pass did."""
-    from .graph import dfs_post_order
+    from .symbol.graph import dfs_post_order
     forward = set(map(id, ig.nodes))
     for node in dfs_post_order([e for e in built.grads.values() if e is not None]):
         if id(node) not in forward:

@@ -30,7 +30,7 @@ class Config:
     # under autograd.record(), compose consecutive graph calls (a block and its loss) into one
     # graph run when a value is first needed (symgraph.deferred)
     defer_recorded: bool = True
-    # bind-time graph rewrites declared by ops (symgraph.rewrite), e.g. pick(log_softmax(x))
+    # bind-time graph rewrites declared by ops (compiler.rewrite), e.g. pick(log_softmax(x))
     # into one op; the symbol itself is never changed
     graph_rewrites: bool = True
     # distributed stores (symgraph.distributed): how long a collective or the rendezvous
@@ -136,7 +136,7 @@ def apply_kernel_settings() -> None:
     cache_dir = get().cache_dir
     if _applied.get("cache_dir") == cache_dir:
         return
-    import kernels.elementwise
-    kernels.elementwise.set_cache_dir(cache_dir)
+    from .kernels import elementwise
+    elementwise.set_cache_dir(cache_dir)
     os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(cache_dir, "triton"))
     _applied["cache_dir"] = cache_dir

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import torch
 
-from . import cuda_graph, ndarray  # noqa: F401 - ndarray: MXNet's module attribute
+from . import ndarray  # noqa: F401 - ndarray: MXNet's module attribute
 from . import profiler as _profiler
 from . import random as _random
 from .base import (  # noqa: F401 - the C-API helpers are names MXNet's module exports
@@ -28,13 +28,14 @@ from .base import (  # noqa: F401 - the C-API helpers are names MXNet's module e
     py_str,
     unsupported,
 )
+from .compiler import cuda_graph
+from .compiler.plan import Plan, bind_outputs, build_plan, gc_paused, sweep_infer
 from .context import Context, current_context
-from .graph import IndexedGraph
-from .infer import DTYPE, SHAPE
 from .monitored_run import MonitoredRun
 from .ndarray.ndarray import NDArray
 from .ops.base import Runtime, known
-from .plan import Plan, bind_outputs, build_plan, gc_paused, sweep_infer
+from .symbol.graph import IndexedGraph
+from .symbol.infer import DTYPE, SHAPE
 from .symbol.symbol import Symbol, _as_dtype, _as_shape, check_unique_names
 
 _GRAD_REQS = ("null", "write", "add")

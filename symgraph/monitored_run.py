@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .graph import dfs_post_order
 from .ndarray.ndarray import NDArray
 from .ops.base import Runtime
 from .ops.mxnet_names import monitor_input_names
+from .symbol.graph import dfs_post_order
 
 
 class MonitorName(str):

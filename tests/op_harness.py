@@ -13,7 +13,7 @@ from tests import device
 def op_symbol(op: OpDef, case: Case):
     """One node of ``op`` with variables ``in0, in1, ...`` for its inputs and aux states."""
     from symgraph.attrs import to_attr_string
-    from symgraph.graph import op_params
+    from symgraph.symbol.graph import op_params
     attrs = {k: to_attr_string(v) for k, v in case.attrs.items()}
     if op.key_var_num_args and op.key_var_num_args not in attrs:
         attrs[op.key_var_num_args] = str(len(case.shapes))

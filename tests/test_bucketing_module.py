@@ -274,9 +274,9 @@ def test_mxnet_checks():
 
 
 def _both(sym, shapes: dict, types: dict) -> None:
-    from symgraph.graph import IndexedGraph
-    from symgraph.infer import DTYPE, SHAPE, infer_shapes, infer_types
-    from symgraph.plan import sweep_infer
+    from symgraph.compiler.plan import sweep_infer
+    from symgraph.symbol.graph import IndexedGraph
+    from symgraph.symbol.infer import DTYPE, SHAPE, infer_shapes, infer_types
     ig = IndexedGraph(sym._outputs)
     by_name = {ig.nodes[i].name: i for i in ig.variable_ids}
     shapes = {by_name[n]: s for n, s in shapes.items()}
@@ -305,7 +305,7 @@ def test_sweep_settles_refinements_like_the_fixed_point(monkeypatch):
     """An LSTMCell's begin state (zeros of shape (0, hidden)) learns its batch size from the
     add after the h2h FullyConnected that reads it: ``_settle`` re-runs the rules around
     the refined entries, and the values equal the fixed-point loop's."""
-    from symgraph import plan
+    from symgraph.compiler import plan
     calls = []
     settle = plan._settle
     monkeypatch.setattr(plan, "_settle", lambda *a: calls.append(1) or settle(*a))

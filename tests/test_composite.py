@@ -1,4 +1,4 @@
-"""Composite operators (symgraph.composite): expansion at bind, names, JSON, derived
+"""Composite operators (symgraph.compiler.composite): expansion at bind, names, JSON, derived
 inference, eager and autograd calls, and the Triton path; values against MXNet 1.9.1
 (tests/fixtures/composite/generate.py)."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ import torch
 
 import symgraph as mx
 from symgraph import config
-from symgraph.composite import expand
-from symgraph.graph import dfs_post_order
+from symgraph.compiler.composite import expand
 from symgraph.ops.base import canonical_ops
+from symgraph.symbol.graph import dfs_post_order
 
 FIXTURES = json.loads((Path(__file__).parent / "fixtures" / "composite" / "ops.json")
                       .read_text())

@@ -20,8 +20,8 @@ import pytest
 
 import symgraph as mx
 from symgraph.attrs import REQUIRED, to_attr_string
-from symgraph.graph import Node
 from symgraph.ops.base import canonical_ops
+from symgraph.symbol.graph import Node
 from symgraph.symbol.symbol import Symbol
 
 from .fuzzing import N, byte_mutants, json_mutants, run

@@ -204,7 +204,7 @@ def test_uint8_bicubic_reference_is_within_one_level_of_opencv():
     import cv2
     import torch
 
-    from kernels.image import image_resize_ref
+    from symgraph.kernels.image import image_resize_ref
     rng, differ, total = np.random.RandomState(11), 0, 0
     for h, w, c, oh, ow in _resize_pairs(60, seed=5):
         x = rng.randint(0, 256, (h, w, c)).astype(np.uint8)
@@ -220,7 +220,7 @@ def test_uint8_bicubic_reference_equals_mxnet_pixels():
     # MXNet 1.9.1's OpenCV runs bicubic in OpenCV's own fixed point, as the reference does
     import torch
 
-    from kernels.image import image_resize_ref
+    from symgraph.kernels.image import image_resize_ref
     keys = [k for k in sorted(CASES) if CASES[k]["op"] == "resize"
             and CASES[k]["attrs"]["interp"] == 2 and DATA[k + "_x"].dtype == np.uint8]
     assert keys

@@ -69,7 +69,7 @@ def test_float_only(op):
 def test_kernels_refuse_matrices_beyond_their_limit():
     import torch
 
-    from kernels.linalg import MAX_N, potrf
+    from symgraph.kernels.linalg import MAX_N, potrf
     with pytest.raises(ValueError, match=f"limit of {MAX_N}"):
         potrf(torch.eye(MAX_N + 1))
 

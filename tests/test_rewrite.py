@@ -1,4 +1,4 @@
-"""Bind-time graph rewrites (symgraph.rewrite): pick(log_softmax(x)) -> _log_softmax_pick.
+"""Bind-time graph rewrites (symgraph.compiler.rewrite): pick(log_softmax(x)) -> _log_softmax_pick.
 
 A rewritten plan must give exactly the values and gradients of the plan as written; rules
 apply only where nothing observable changes; the user's symbol stays as it was."""

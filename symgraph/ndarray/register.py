@@ -31,8 +31,8 @@ from .. import random as _random
 from ..attrs import HIDDEN_KEYS, to_attr_string
 from ..base import MXNetError, ShapeError
 from ..context import Context, current_context
-from ..graph import op_params
 from ..ops.base import OpDef, Runtime, get_op
+from ..symbol.graph import op_params
 from ..util import is_np_shape
 from .ndarray import NDArray
 

@@ -45,7 +45,7 @@ def _forward(p, ins, aux, rt):
 
 
 def _kernel(p, ins, aux, rt):
-    from kernels.elementwise import Program, run
+    from ..kernels.elementwise import Program, run
     x = ins[0]
     expr = f"({float(p.start)!r} + (offs // {p.repeat}) * {float(p.step)!r})"
     return run(Program(0, ((expr, ()),), ("t0",)), [], _out_shape(p, tuple(x.shape)), x.dtype,

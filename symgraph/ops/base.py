@@ -173,7 +173,7 @@ class OpDef:
     var_attrs: Any = None
     # a composite op: (b, p, ins) -> outs builds the op from registered ops through a
     # builder like the gradient rules' (``b.op``, ``b.multi``; ``name=`` tags the node). Bound
-    # graphs run the expansion (symgraph.composite), never the op itself; forward, shape and
+    # graphs run the expansion (compiler.composite), never the op itself; forward, shape and
     # dtype rules default to ones derived from it (an explicit shape rule may override).
     decompose: Callable | None = None
     # an op whose output shape depends on input values (boolean_mask): (b, p, ins) -> outs,
@@ -188,7 +188,7 @@ class OpDef:
 
     def __post_init__(self):
         if self.decompose is not None:
-            from .. import composite  # the mechanism works on graphs, above this module
+            from ..compiler import composite  # the mechanism works on graphs, above this module
             derived = {"forward": composite.eager_forward, "infer_shape": composite.derived_shape,
                        "infer_type": composite.derived_type}
             for key, make in derived.items():
@@ -252,7 +252,7 @@ class Rewrite:
 
     ``apply(node, ctx)`` is tried on every node whose op is ``root``, inputs first; it
     returns the replacement node (made with ``ctx.node``) or None. ``ctx`` (see
-    :mod:`symgraph.rewrite`) tells how many readers an entry has in the user's graph and
+    :mod:`symgraph.compiler.rewrite`) tells how many readers an entry has in the user's graph and
     its inferred shape and dtype. A rewrite must not change any value the graph can
     observe: heads, their gradients, and entries read elsewhere.
     """
@@ -267,7 +267,7 @@ REWRITES: dict[str, list[Rewrite]] = {}
 
 
 def register_rewrite(rule: Rewrite) -> Rewrite:
-    """Add a graph rewrite (see :mod:`symgraph.rewrite`)."""
+    """Add a graph rewrite (see :mod:`symgraph.compiler.rewrite`)."""
     assert all(r.name != rule.name for r in REWRITES.get(rule.root, ())), rule.name
     REWRITES.setdefault(rule.root, []).append(rule)
     return rule

@@ -144,8 +144,8 @@ def _backward(p, ins, aux, rt):
 
 
 def triton_batch_norm(p, ins, aux, rt):
-    """Triton kernels for BatchNorm (``kernels.norm.batch_norm_fwd``)."""
-    from kernels.norm import batch_norm_fwd
+    """Triton kernels for BatchNorm (``symgraph.kernels.norm.batch_norm_fwd``)."""
+    from ..kernels.norm import batch_norm_fwd
     x, gamma, beta = ins
     return batch_norm_fwd(x, gamma, beta, aux[0], aux[1], axis=channel_axis(p, x.dim()),
                           eps=p.eps, momentum=p.momentum, fix_gamma=p.fix_gamma,
@@ -154,8 +154,8 @@ def triton_batch_norm(p, ins, aux, rt):
 
 
 def triton_batch_norm_backward(p, ins, aux, rt):
-    """Triton kernels for _backward_BatchNorm (``kernels.norm.batch_norm_bwd``)."""
-    from kernels.norm import batch_norm_bwd
+    """Triton kernels for _backward_BatchNorm (``symgraph.kernels.norm.batch_norm_bwd``)."""
+    from ..kernels.norm import batch_norm_bwd
     dy, x, gamma, mean, invstd = ins
     return batch_norm_bwd(dy, x, gamma, mean, invstd, axis=channel_axis(p, x.dim()),
                           fix_gamma=p.fix_gamma, use_global_stats=p.use_global_stats)

@@ -46,12 +46,12 @@ def _iou_shape(p, shapes):
 
 
 def _iou_forward(p, ins, aux, rt):
-    from kernels.detection import box_iou_ref
+    from ..kernels.detection import box_iou_ref
     return (box_iou_ref(ins[0], ins[1], p.format),)
 
 
 def triton_box_iou(p, ins, aux, rt):
-    from kernels.detection import box_iou
+    from ..kernels.detection import box_iou
     return (box_iou(ins[0], ins[1], p.format),)
 
 
@@ -98,12 +98,12 @@ def _encode_shape(p, shapes):
 
 
 def _encode_forward(p, ins, aux, rt):
-    from kernels.detection import box_encode_ref
+    from ..kernels.detection import box_encode_ref
     return box_encode_ref(*ins)
 
 
 def triton_box_encode(p, ins, aux, rt):
-    from kernels.detection import box_encode
+    from ..kernels.detection import box_encode
     return box_encode(*ins)
 
 
@@ -153,12 +153,12 @@ def _stds(p) -> tuple:
 
 
 def _decode_forward(p, ins, aux, rt):
-    from kernels.detection import box_decode_ref
+    from ..kernels.detection import box_decode_ref
     return (box_decode_ref(ins[0], ins[1], _stds(p), p.clip, p.format),)
 
 
 def triton_box_decode(p, ins, aux, rt):
-    from kernels.detection import box_decode
+    from ..kernels.detection import box_decode
     return (box_decode(ins[0], ins[1], _stds(p), p.clip, p.format),)
 
 
@@ -223,22 +223,22 @@ def _nms_shape(p, shapes):
 
 
 def _nms_forward(p, ins, aux, rt):
-    from kernels.detection import box_nms_ref
+    from ..kernels.detection import box_nms_ref
     return box_nms_ref(ins[0], p)
 
 
 def triton_box_nms(p, ins, aux, rt):
-    from kernels.detection import box_nms
+    from ..kernels.detection import box_nms
     return box_nms(ins[0], p)
 
 
 def _nms_backward_forward(p, ins, aux, rt):
-    from kernels.detection import nms_backward_ref
+    from ..kernels.detection import nms_backward_ref
     return (nms_backward_ref(ins[0], ins[1]),)
 
 
 def triton_backward_box_nms(p, ins, aux, rt):
-    from kernels.detection import nms_backward
+    from ..kernels.detection import nms_backward
     return (nms_backward(ins[0], ins[1]),)
 
 
@@ -309,12 +309,12 @@ def _matching_shape(p, shapes):
 
 
 def _matching_forward(p, ins, aux, rt):
-    from kernels.detection import bipartite_matching_ref
+    from ..kernels.detection import bipartite_matching_ref
     return bipartite_matching_ref(ins[0], p.threshold, p.is_ascend, p.topk)
 
 
 def triton_bipartite_matching(p, ins, aux, rt):
-    from kernels.detection import bipartite_matching
+    from ..kernels.detection import bipartite_matching
     return bipartite_matching(ins[0], p.threshold, p.is_ascend, p.topk)
 
 

@@ -155,7 +155,7 @@ def _sum_like_forward(p, ins, aux, rt):
 
 def triton_sum_like(p, ins, aux, rt):
     """_sum_like as one Triton reduce-sum over the broadcast axes."""
-    from kernels.copy import reduce_sum
+    from ..kernels.copy import reduce_sum
     dy, x = ins
     shape = tuple(x.shape)
     lead = dy.dim() - len(shape)
@@ -166,7 +166,7 @@ def triton_sum_like(p, ins, aux, rt):
 
 def triton_broadcast(p, ins, aux, rt):
     """broadcast_to/axis/like as one Triton copy of a stride-0 view."""
-    from kernels.copy import broadcast_to
+    from ..kernels.copy import broadcast_to
     if len(ins) == 2:
         return (broadcast_to(ins[0], _like_target(p, tuple(ins[0].shape),
                                                   tuple(ins[1].shape))),)

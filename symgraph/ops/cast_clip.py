@@ -59,7 +59,7 @@ def _cast_template(dtype: torch.dtype) -> str:
 
 def triton_cast_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``cast_to`` as one generated kernel."""
-    from kernels.elementwise import Program, run
+    from ..kernels.elementwise import Program, run
     prog = Program(1, ((_cast_template(dtype), ("x0",)),), ("t0",))
     return run(prog, [x], tuple(x.shape), dtype)[0]
 
@@ -150,8 +150,8 @@ def _norm_forward(p, ins, aux, rt):
 
 def triton_norm(p, ins, aux, rt):
     """|x| or x*x, a row reduction, then sqrt: three kernels, fp32 accumulation."""
-    from kernels.elementwise import Program, run
-    from kernels.reduce import reduce
+    from ..kernels.elementwise import Program, run
+    from ..kernels.reduce import reduce
     x = ins[0]
     if not x.is_floating_point():
         return _norm_forward(p, ins, aux, rt)

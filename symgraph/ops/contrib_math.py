@@ -64,7 +64,7 @@ def _div_sqrt_dim(x: torch.Tensor) -> torch.Tensor:
 
 def triton_div_sqrt_dim(p, ins, aux, rt):
     """``x * (1 / sqrt(d))`` as one generated elementwise kernel."""
-    from kernels.elementwise import Program, run
+    from ..kernels.elementwise import Program, run
     x = ins[0]
     prog = Program(1, ((f"({{0}} / {math.sqrt(x.shape[-1])!r})", ("x0",)),), ("t0",))
     return run(prog, [x], tuple(x.shape), x.dtype)
@@ -211,9 +211,8 @@ def _zeros_forward(p, ins, aux, rt):
 
 def triton_zeros_without_dtype(p, ins, aux, rt):
     """Zeros as one generated kernel over the flat index."""
-    from kernels.elementwise import Program, run
-
     from ..base import to_torch_dtype
+    from ..kernels.elementwise import Program, run
     shape = p.get("_out_shape") or tuple(p.shape)
     return run(Program(0, (("(offs * 0.0)", ()),), ("t0",)), [], shape,
                to_torch_dtype(_flag_dtype(p)), device=rt.device)

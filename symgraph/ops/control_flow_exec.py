@@ -46,7 +46,7 @@ def distinct_heads(sub):
     """``sub`` with each repeated head entry copied by ``_copy``: a body may return one
     value twice (``[out, out]``), and each copy's gradient must count (autodiff gives an
     entry listed as two heads the last one's)."""
-    from ..graph import Node
+    from ..symbol.graph import Node
     from ..symbol.symbol import Symbol
     from .base import get_op
     seen, heads = set(), []
@@ -90,7 +90,7 @@ def grads(exe, sub, out_grads: list) -> list[torch.Tensor]:
 def infer(sub, in_shapes: list, in_dtypes: list) -> tuple[list, list, list, list]:
     """Shapes and dtypes through ``sub``: (completed input shapes, output shapes,
     completed input dtypes, output dtypes); unknown shapes are ``()``, dtypes None."""
-    from ..infer import infer_shapes, infer_types
+    from ..symbol.infer import infer_shapes, infer_types
     ig = sub._graph()
     var_ids = ig.variable_ids
     shapes = infer_shapes(ig, {v: tuple(s) for v, s in zip(var_ids, in_shapes) if s})

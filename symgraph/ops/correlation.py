@@ -38,7 +38,7 @@ def _shape(p, shapes):
     x = a or b
     if not x:
         return None
-    from kernels.correlation import corr_geometry
+    from ..kernels.correlation import corr_geometry
     t, oh, ow = corr_geometry(x, *_args(p)[:4], p.pad_size)
     if oh < 1 or ow < 1:
         raise ShapeError(f"Correlation cannot be done with current settings: neighborhood and "
@@ -48,24 +48,24 @@ def _shape(p, shapes):
 
 
 def _forward(p, ins, aux, rt):
-    from kernels.correlation import correlation_ref
+    from ..kernels.correlation import correlation_ref
     return (correlation_ref(*ins, _args(p), p.is_multiply),)
 
 
 def triton_correlation(p, ins, aux, rt):
     """Correlation as one Triton kernel (a window x channel sum per output)."""
-    from kernels.correlation import correlation
+    from ..kernels.correlation import correlation
     return (correlation(*ins, _args(p), p.is_multiply),)
 
 
 def _backward(p, ins, aux, rt):
-    from kernels.correlation import correlation_backward_ref
+    from ..kernels.correlation import correlation_backward_ref
     return correlation_backward_ref(*ins, _args(p), p.is_multiply)
 
 
 def triton_backward_correlation(p, ins, aux, rt):
     """Both Correlation gradients in one Triton launch (atomic adds)."""
-    from kernels.correlation import correlation_backward
+    from ..kernels.correlation import correlation_backward
     return correlation_backward(*ins, _args(p), p.is_multiply)
 
 

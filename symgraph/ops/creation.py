@@ -37,7 +37,7 @@ def _filled(value_of):
 
 def _triton_fill(value_of):
     def triton_fill(p, ins, aux, rt):
-        from kernels.elementwise import Program, run
+        from ..kernels.elementwise import Program, run
         prog = Program(0, ((f"(offs * 0.0 + {float(value_of(p))!r})", ()),), ("t0",))
         return run(prog, [], _shape_of(p), to_torch_dtype(p.dtype), device=rt.device)
     return triton_fill
@@ -45,7 +45,7 @@ def _triton_fill(value_of):
 
 def triton_arange(p, ins, aux, rt):
     """arange as one generated kernel over the flat index."""
-    from kernels.elementwise import Program, run
+    from ..kernels.elementwise import Program, run
     start = _arange_start(p)
     expr = f"({start!r} + (offs // {p.repeat}) * {p.step!r})"
     return run(Program(0, ((expr, ()),), ("t0",)), [], (_arange_count(p),),
@@ -128,7 +128,7 @@ def _eye_forward(p, ins, aux, rt):
 
 def triton_eye(p, ins, aux, rt):
     """eye as one generated kernel over the flat index."""
-    from kernels.elementwise import Program, run
+    from ..kernels.elementwise import Program, run
     m = p.M or p.N
     expr = f"tl.where((offs % {m}) - (offs // {m}) == {p.k}, 1.0, 0.0)"
     return run(Program(0, ((expr, ()),), ("t0",)), [], (p.N, m), to_torch_dtype(p.dtype),
@@ -159,7 +159,7 @@ def _linspace_step(p) -> float:
 
 def triton_linspace(p, ins, aux, rt):
     """linspace as one generated kernel over the flat index."""
-    from kernels.elementwise import Program, run
+    from ..kernels.elementwise import Program, run
     expr = f"({float(p.start)!r} + offs * {_linspace_step(p)!r})"
     return run(Program(0, ((expr, ()),), ("t0",)), [], (p.num,), to_torch_dtype(p.dtype),
                device=rt.device)

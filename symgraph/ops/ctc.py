@@ -81,13 +81,13 @@ def _split(p, ins):
 
 
 def _forward(p, ins, aux, rt):
-    from kernels.ctc import ctc_loss_ref
+    from ..kernels.ctc import ctc_loss_ref
     return ctc_loss_ref(*_split(p, ins), blank_last=p.blank_label == "last")
 
 
 def triton_ctc_loss(p, ins, aux, rt):
     """Triton kernels (``kernels.ctc.ctc_loss``): one program per item for the recursions."""
-    from kernels.ctc import ctc_loss
+    from ..kernels.ctc import ctc_loss
     return ctc_loss(*_split(p, ins), blank_last=p.blank_label == "last")
 
 

@@ -3,7 +3,7 @@
 With ``axis=None`` the input is flattened first (the output is 1-D). ``dtype`` sets the
 output dtype (None: the input's). The gradient is the running sum taken from the other
 end, ``dx = flip(cumsum(flip(dy)))``, computed by the hidden ``_backward_cumsum`` with the
-same kernel (``kernels.reduce.cumsum`` with ``reverse``) and reshaped to the input.
+same kernel (``symgraph.kernels.reduce.cumsum`` with ``reverse``) and reshaped to the input.
 
 >>> import symgraph as mx
 >>> x = mx.nd.array([[1, 2], [3, 4]])
@@ -70,8 +70,8 @@ def _forward(p, ins, aux, rt):
 
 
 def triton_cumsum(p, ins, aux, rt):
-    """cumsum as one row-scan kernel (``kernels.reduce.cumsum``)."""
-    from kernels.reduce import cumsum
+    """cumsum as one row-scan kernel (``symgraph.kernels.reduce.cumsum``)."""
+    from ..kernels.reduce import cumsum
     x, ax = _flat(p, ins[0])
     return (cumsum(x, ax, to_torch_dtype(p.dtype) if p.dtype else x.dtype),)
 
@@ -87,7 +87,7 @@ def _backward(p, ins, aux, rt):
 
 def triton_backward_cumsum(p, ins, aux, rt):
     """The reversed scan of ``_backward_cumsum`` with the cumsum kernel."""
-    from kernels.reduce import cumsum
+    from ..kernels.reduce import cumsum
     dy, x = ins
     ax = _axis(p, tuple(x.shape))
     flat = ax is None

@@ -78,24 +78,24 @@ def _col_args(p, ins):
 
 
 def _col_forward(p, ins, aux, rt):
-    from kernels.deformable import deformable_im2col_ref
+    from ..kernels.deformable import deformable_im2col_ref
     return (deformable_im2col_ref(*_col_args(p, ins)),)
 
 
 def _col_kernel(p, ins, aux, rt):
     """Triton kernel: one lane per column element (bilinear sample, times the mask)."""
-    from kernels.deformable import deformable_im2col
+    from ..kernels.deformable import deformable_im2col
     return (deformable_im2col(*_col_args(p, ins)),)
 
 
 def _col_backward_forward(p, ins, aux, rt):
-    from kernels.deformable import deformable_col2im_ref
+    from ..kernels.deformable import deformable_col2im_ref
     return tuple(deformable_col2im_ref(ins[0], *_col_args(p, ins[1:])))
 
 
 def _col_backward_kernel(p, ins, aux, rt):
     """Triton kernel: atomic scatter of dx, d offset and d mask in one launch."""
-    from kernels.deformable import deformable_col2im
+    from ..kernels.deformable import deformable_col2im
     return deformable_col2im(ins[0], *_col_args(p, ins[1:]))
 
 

@@ -91,7 +91,7 @@ def _backward_forward(p, ins, aux, rt):
 
 
 def _strided_place(p, g: torch.Tensor, shape: tuple, vector: bool) -> torch.Tensor:
-    from kernels.copy import fill, strided_copy
+    from ..kernels.copy import fill, strided_copy
     out = fill(torch.empty(shape, dtype=g.dtype, device=g.device), 0.0)
     view = _diagonal(p, out, vector)
     g = g.contiguous()
@@ -101,7 +101,7 @@ def _strided_place(p, g: torch.Tensor, shape: tuple, vector: bool) -> torch.Tens
 
 def triton_diag(p, ins, aux, rt):
     """diag as one strided copy (Triton): the diagonal view read, or written into zeros."""
-    from kernels.copy import copy_view
+    from ..kernels.copy import copy_view
     x = ins[0]
     if x.dim() == 1:
         return (_strided_place(p, x, _out_shape(p, tuple(x.shape)), True),)
@@ -110,7 +110,7 @@ def triton_diag(p, ins, aux, rt):
 
 def triton_backward_diag(p, ins, aux, rt):
     """The diag gradient: the other direction's strided copy (Triton)."""
-    from kernels.copy import copy_view
+    from ..kernels.copy import copy_view
     g, data = ins
     if data.dim() == 1:
         return (copy_view(_diagonal(p, g, True)),)

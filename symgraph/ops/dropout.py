@@ -63,8 +63,8 @@ def _forward(p, ins, aux, rt):
 def triton_dropout(p, ins, aux, rt):
     """Dropout from Triton's Philox stream, seeded by a 64-bit draw from the executor's
     generator (so ``mx.random.seed`` reproduces it); the identity outside training."""
-    from kernels.copy import broadcast_to
-    from kernels.dropout import apply_mask, dropout, dropout_mask
+    from ..kernels.copy import broadcast_to
+    from ..kernels.dropout import apply_mask, dropout, dropout_mask
     x = ins[0]
     if not (rt.is_train or p.mode == "always") or p.p == 0:
         return x.clone(), torch.ones_like(x)

@@ -64,7 +64,7 @@ def _prepare(p, in_shapes, out_shapes, out=None):
 
 def triton_fully_connected(p, ins, aux, rt, act=None):
     """Triton kernel: one matmul with the bias (and an activation) fused into its epilogue."""
-    from kernels.gemm import linear
+    from ..kernels.gemm import linear
     x, w = ins[0], ins[1]
     lead = (x.shape[0],) if p.flatten else tuple(x.shape[:-1])
     x2 = x.reshape(x.shape[0], -1) if p.flatten else x.reshape(-1, x.shape[-1])

@@ -54,24 +54,24 @@ def _type(p, types):
 
 
 def _forward(p, ins, aux, rt):
-    from kernels.hawkes import hawkesll_ref
+    from ..kernels.hawkes import hawkesll_ref
     return hawkesll_ref(*ins)
 
 
 def triton_hawkesll(p, ins, aux, rt):
-    """Triton kernel (``kernels.hawkes.hawkesll``): one program per sample."""
-    from kernels.hawkes import hawkesll
+    """Triton kernel (``symgraph.kernels.hawkes.hawkesll``): one program per sample."""
+    from ..kernels.hawkes import hawkesll
     return hawkesll(*ins)
 
 
 def _backward(p, ins, aux, rt):
-    from kernels.hawkes import hawkesll_backward_ref
+    from ..kernels.hawkes import hawkesll_backward_ref
     return tuple(g.to(x.dtype) for g, x in zip(hawkesll_backward_ref(*ins), ins[1:4]))
 
 
 def triton_backward_hawkesll(p, ins, aux, rt):
     """Triton kernel (``kernels.hawkes.hawkesll_backward``): the recursion's derivatives."""
-    from kernels.hawkes import hawkesll_backward
+    from ..kernels.hawkes import hawkesll_backward
     return hawkesll_backward(*ins)
 
 

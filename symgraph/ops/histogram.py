@@ -5,7 +5,7 @@ Either ``bin_cnt`` equal bins over ``range = (lo, hi)`` (a zero-width range wide
 ``e[i] <= x < e[i + 1]``, the last bin also ``x == e[-1]`` (numpy's rule); values outside
 are not counted. Outputs: the counts (int64) and the edges (in the data's dtype). Like
 MXNet's, the op has no gradient. The Triton path is one kernel with atomic adds
-(``kernels.reduce.histogram``).
+(``symgraph.kernels.reduce.histogram``).
 
 >>> import symgraph as mx
 >>> counts, edges = mx.nd.histogram(mx.nd.array([0, 1, 2, 3, 4, 5]), bins=3, range=(0, 5))
@@ -62,15 +62,15 @@ def _type(p, types):
 
 
 def _forward(p, ins, aux, rt):
-    from kernels.reduce import histogram_ref
+    from ..kernels.reduce import histogram_ref
     if p.bin_cnt is not None:
         return histogram_ref(ins[0], p.bin_cnt, *_range(p))
     return histogram_ref(ins[0], ins[1])
 
 
 def triton_histogram(p, ins, aux, rt):
-    """Counts by atomic adds in one kernel (``kernels.reduce.histogram``)."""
-    from kernels.reduce import histogram
+    """Counts by atomic adds in one kernel (``symgraph.kernels.reduce.histogram``)."""
+    from ..kernels.reduce import histogram
     if p.bin_cnt is not None:
         return histogram(ins[0], p.bin_cnt, *_range(p))
     return histogram(ins[0], ins[1])

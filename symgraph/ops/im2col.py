@@ -107,24 +107,24 @@ def _col2im_shape(p, shapes):
 
 
 def _im2col_forward(p, ins, aux, rt):
-    from kernels.im2col import im2col_ref
+    from ..kernels.im2col import im2col_ref
     return (im2col_ref(ins[0], *geometry(p)),)
 
 
 def triton_im2col(p, ins, aux, rt):
     """im2col as one Triton gather."""
-    from kernels.im2col import im2col
+    from ..kernels.im2col import im2col
     return (im2col(ins[0], *geometry(p)),)
 
 
 def _col2im_forward(p, ins, aux, rt):
-    from kernels.im2col import col2im_ref
+    from ..kernels.im2col import col2im_ref
     return (col2im_ref(ins[0], tuple(p.output_size), *geometry(p)),)
 
 
 def triton_col2im(p, ins, aux, rt):
     """col2im as one Triton gather-sum (no atomics)."""
-    from kernels.im2col import col2im
+    from ..kernels.im2col import col2im
     return (col2im(ins[0], tuple(p.output_size), *geometry(p)),)
 
 
@@ -154,13 +154,13 @@ def _backward_im2col_shape(p, shapes):
 
 
 def _backward_im2col(p, ins, aux, rt, fn=None):
-    from kernels import im2col as k
+    from ..kernels import im2col as k
     return ((fn or k.col2im_ref)(ins[0], tuple(ins[1].shape[2:]), *geometry(p)),)
 
 
 def triton_backward_im2col(p, ins, aux, rt):
     """The im2col gradient: col2im into data's shape (Triton)."""
-    from kernels.im2col import col2im
+    from ..kernels.im2col import col2im
     return _backward_im2col(p, ins, aux, rt, col2im)
 
 

@@ -247,7 +247,7 @@ def _resize_type(p, types):
 
 def opencv_resize(img, ow: int, oh: int, interp: int):
     """An (H, W, C) or (H, W) numpy image resized as MXNet 1.9.1's OpenCV does: ``cv2.resize``,
-    except uint8 bicubic, which runs :func:`kernels.image.image_resize_ref` (OpenCV's own
+    except uint8 bicubic, which runs :func:`symgraph.kernels.image.image_resize_ref` (OpenCV's own
     fixed point, MXNet's exact pixels; today's ``cv2`` hands that case to Intel IPP, which
     differs by 1 level on a few percent of pixels). The one resize of ``mx.image``,
     ``_cvimresize``, ``ImageRecordIter`` and ``_image_resize``'s odd cases."""
@@ -256,10 +256,10 @@ def opencv_resize(img, ow: int, oh: int, interp: int):
 
     from .cv_image import _cv2
     if interp == 2 and img.dtype == np.uint8:
-        import kernels.image
+        from ..kernels.image import image_resize_ref
         hwc = img if img.ndim == 3 else img[:, :, None]
-        out = kernels.image.image_resize_ref(torch.from_numpy(np.ascontiguousarray(hwc))[None],
-                                             oh, ow, 2)[0].numpy()
+        out = image_resize_ref(torch.from_numpy(np.ascontiguousarray(hwc))[None],
+                               oh, ow, 2)[0].numpy()
         return out if img.ndim == 3 else out[:, :, 0]
     return _cv2().resize(np.ascontiguousarray(img), (ow, oh), interpolation=interp)
 
@@ -284,10 +284,10 @@ def _uses_opencv(x, interp: int) -> bool:
 
 
 def _resize_run(name: str):
-    """The forward calling ``kernels.image.<name>`` (the Triton kernel or its reference)."""
+    """The forward calling ``kernels/image.py``'s ``<name>`` (Triton kernel or reference)."""
     def forward(p, ins, aux, rt):
-        import kernels.image  # triton is imported when an op first runs, not with symgraph
-        resize, x = getattr(kernels.image, name), ins[0]
+        from ..kernels import image  # triton is imported when an op first runs, not with symgraph
+        resize, x = getattr(image, name), ins[0]
         if p.interp not in (0, 1, 2, 3, 4):
             raise AttrError(f"_image_resize: unknown interp={p.interp}; OpenCV takes 0 "
                             "(nearest), 1 (bilinear), 2 (bicubic), 3 (area) or 4 (Lanczos)")

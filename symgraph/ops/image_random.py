@@ -56,8 +56,7 @@ def _saturate(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 
 def _saturate_kernel(p, ins, aux, rt):
-    from kernels.elementwise import Program, run
-
+    from ..kernels.elementwise import Program, run
     from .cast_clip import _cast_template
     dtype = ins[1].dtype
     body = _cast_template(dtype)

@@ -42,14 +42,14 @@ def _shape(p, shapes):
 
 
 def _forward(p, ins, aux, rt):
-    from kernels.index import index_array_ref
+    from ..kernels.index import index_array_ref
     shape = tuple(ins[0].shape)
     return (index_array_ref(shape, _axes(p, shape), ins[0].device),)
 
 
 def triton_index_array(p, ins, aux, rt):
     """index_array as one Triton kernel."""
-    from kernels.index import index_array
+    from ..kernels.index import index_array
     shape = tuple(ins[0].shape)
     return (index_array(shape, _axes(p, shape), ins[0].device),)
 

@@ -122,7 +122,7 @@ def _kernel_mode(p, a: torch.Tensor, indices: torch.Tensor, axis: int) -> str:
 
 def triton_take(p, ins, aux, rt):
     """take as one Triton gather."""
-    from kernels.index import take
+    from ..kernels.index import take
     a, indices = ins
     axis = _take_axis(p, a.dim())
     return (take(a, indices, axis, _kernel_mode(p, a, indices, axis)),)
@@ -130,7 +130,7 @@ def triton_take(p, ins, aux, rt):
 
 def triton_backward_take(p, ins, aux, rt):
     """The take gradient: Triton zero fill, then an atomic scatter-add."""
-    from kernels.index import take_backward
+    from ..kernels.index import take_backward
     g, a, indices = ins
     axis = _take_axis(p, a.dim())
     return (take_backward(g, indices, tuple(a.shape), axis, _kernel_mode(p, a, indices, axis)),)
@@ -252,7 +252,7 @@ def _backward_pick_prepare(p, in_shapes, out_shapes, out=None):
 
 def triton_pick(p, ins, aux, rt):
     """pick as one Triton gather."""
-    from kernels.index import pick
+    from ..kernels.index import pick
     data, index = ins
     axis, drop, keep = _pick_dims(p, tuple(data.shape))
     out = pick(data, index, axis, p.mode)
@@ -261,7 +261,7 @@ def triton_pick(p, ins, aux, rt):
 
 def triton_backward_pick(p, ins, aux, rt):
     """The pick gradient as one Triton kernel writing every element once."""
-    from kernels.index import pick_backward
+    from ..kernels.index import pick_backward
     g, data, index = ins
     axis = _pick_dims(p, tuple(data.shape))[0]
     return (pick_backward(g, index, tuple(data.shape), axis, p.mode),)
@@ -322,9 +322,8 @@ def _one_hot_forward(p, ins, aux, rt):
 
 def triton_one_hot(p, ins, aux, rt):
     """one_hot as one Triton kernel."""
-    from kernels.index import one_hot
-
     from ..base import to_torch_dtype
+    from ..kernels.index import one_hot
     return (one_hot(ins[0], p.depth, p.on_value, p.off_value, to_torch_dtype(p.dtype)),)
 
 
@@ -373,7 +372,7 @@ def _where_forward(p, ins, aux, rt):
 
 def triton_where(p, ins, aux, rt):
     """where as one Triton kernel (1-D conditions select rows)."""
-    from kernels.index import where
+    from ..kernels.index import where
     return (where(*ins),)
 
 
@@ -425,13 +424,13 @@ def _backward_embedding(p, ins, aux, rt):
 
 def triton_embedding(p, ins, aux, rt):
     """Embedding as one Triton row gather."""
-    from kernels.index import take
+    from ..kernels.index import take
     return (take(ins[1], ins[0], 0, "clip"),)
 
 
 def triton_backward_embedding(p, ins, aux, rt):
     """The Embedding weight gradient: Triton zero fill, then an atomic row scatter-add."""
-    from kernels.index import take_backward
+    from ..kernels.index import take_backward
     return (take_backward(ins[0], ins[1], (p.input_dim, p.output_dim), 0, "clip"),)
 
 
@@ -509,7 +508,7 @@ def _nd_index(data: torch.Tensor, indices: torch.Tensor) -> tuple:
 
 def triton_gather_nd(p, ins, aux, rt):
     """gather_nd as one Triton gather."""
-    from kernels.index import gather_nd
+    from ..kernels.index import gather_nd
     _check_nd_bounds(ins[0], ins[1])
     return (gather_nd(ins[0], ins[1]),)
 
@@ -545,7 +544,7 @@ def _backward_gather_nd(p, ins, aux, rt):
 
 def triton_backward_gather_nd(p, ins, aux, rt):
     """The gather_nd gradient: Triton zero fill, then an atomic scatter-add."""
-    from kernels.index import gather_nd_backward
+    from ..kernels.index import gather_nd_backward
     if _mxnet_form(p):
         return (gather_nd_backward(ins[0], ins[1], tuple(p.shape)),)
     g, data, indices = ins

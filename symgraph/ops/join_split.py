@@ -107,13 +107,13 @@ def _concat_forward(p, ins, aux, rt):
 
 def triton_concat(p, ins, aux, rt):
     """Concat as one Triton launch over all inputs."""
-    from kernels.copy import concat
+    from ..kernels.copy import concat
     return (concat(ins, norm_axis(p.dim, ins[0].dim(), "Concat")),)
 
 
 def triton_backward_concat(p, ins, aux, rt):
     """Split the Concat gradient into every input's part in one Triton launch."""
-    from kernels.copy import split
+    from ..kernels.copy import split
     axis = norm_axis(p.dim, ins[0].dim(), "Concat")
     return split(ins[0], [x.shape[axis] for x in ins[1:]], axis)
 
@@ -229,7 +229,7 @@ def _stack_shape(p, shapes):
 
 def triton_stack(p, ins, aux, rt):
     """stack as one Triton launch over all inputs."""
-    from kernels.copy import stack
+    from ..kernels.copy import stack
     return (stack(ins, norm_axis(p.axis, ins[0].dim() + 1, "stack")),)
 
 
@@ -299,7 +299,7 @@ def _split_forward(p, ins, aux, rt):
 
 def triton_split(p, ins, aux, rt):
     """SliceChannel as one Triton launch writing every part."""
-    from kernels.copy import split
+    from ..kernels.copy import split
     x = ins[0]
     axis = norm_axis(p.axis, x.dim(), "SliceChannel")
     parts = split(x, [x.shape[axis] // p.num_outputs] * p.num_outputs, axis)
@@ -385,7 +385,7 @@ def _split_v2_forward(p, ins, aux, rt):
 
 def triton_split_v2(p, ins, aux, rt):
     """_split_v2 as one Triton launch writing every part."""
-    from kernels.copy import split
+    from ..kernels.copy import split
     x = ins[0]
     axis, sizes = _split_v2_sizes(p, x)
     start = split_bounds(p, x.shape[axis])[0][0]

@@ -68,11 +68,11 @@ _PENALTY = "({0} + {beta} * (-{t} / {1} + {u} / (1.0 - {1})))"
 
 
 def triton_kl_sparse_reg(p, ins, aux, rt):
-    """Copy, and in training the batch mean (``kernels.reduce``) folded into ``moving_avg``
+    """Copy, and in training the batch mean (``symgraph.kernels.reduce``) folded into ``moving_avg``
     by a generated elementwise kernel writing it in place."""
-    from kernels.copy import copy_view
-    from kernels.elementwise import Program, run
-    from kernels.reduce import reduce
+    from ..kernels.copy import copy_view
+    from ..kernels.elementwise import Program, run
+    from ..kernels.reduce import reduce
     x, moving = ins[0], aux[0]
     if rt.is_train:
         n = x.numel() // x.shape[1]
@@ -86,7 +86,7 @@ def triton_kl_sparse_reg(p, ins, aux, rt):
 
 def triton_kl_sparse_reg_backward(p, ins, aux, rt):
     """The penalised gradient as one generated elementwise kernel."""
-    from kernels.elementwise import Program, run
+    from ..kernels.elementwise import Program, run
     dy, moving = ins
     t = float(p.sparseness_target)
     expr = _PENALTY.format("{0}", "{1}", beta=repr(float(p.penalty)), t=repr(t),

@@ -61,8 +61,8 @@ def _forward(p, ins, aux, rt):
 
 
 def triton_l2_normalization(p, ins, aux, rt):
-    """Triton kernel for L2Normalization (``kernels.norm.l2_normalization``)."""
-    from kernels.norm import l2_normalization
+    """Triton kernel for L2Normalization (``symgraph.kernels.norm.l2_normalization``)."""
+    from ..kernels.norm import l2_normalization
     return l2_normalization(ins[0], p.mode, p.eps)
 
 

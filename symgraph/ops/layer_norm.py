@@ -88,15 +88,15 @@ def _backward(p, ins, aux, rt):
 
 
 def triton_layer_norm(p, ins, aux, rt):
-    """Triton kernel for LayerNorm (``kernels.norm.layer_norm_fwd``)."""
-    from kernels.norm import layer_norm_fwd
+    """Triton kernel for LayerNorm (``symgraph.kernels.norm.layer_norm_fwd``)."""
+    from ..kernels.norm import layer_norm_fwd
     x, gamma, beta = ins
     return layer_norm_fwd(x, gamma, beta, axis=_axis(p, x.dim()), eps=p.eps)
 
 
 def triton_layer_norm_backward(p, ins, aux, rt):
-    """Triton kernels for _backward_LayerNorm (``kernels.norm.layer_norm_bwd``)."""
-    from kernels.norm import layer_norm_bwd
+    """Triton kernels for _backward_LayerNorm (``symgraph.kernels.norm.layer_norm_bwd``)."""
+    from ..kernels.norm import layer_norm_bwd
     dy, x, gamma, mean, std = ins
     return layer_norm_bwd(dy, x, gamma, mean, std, axis=_axis(p, x.dim()))
 

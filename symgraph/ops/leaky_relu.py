@@ -186,7 +186,7 @@ def _gradient(g, p, ins, outs, og):
 def _run_expr(templates: tuple, ins: list, x: torch.Tensor) -> tuple:
     """One generated elementwise kernel over ``ins`` (broadcast to x's shape): output ``j``
     is ``templates[j]`` of the inputs ``{0}, {1}, ...``."""
-    from kernels.elementwise import Program, run
+    from ..kernels.elementwise import Program, run
     names = tuple(f"x{i}" for i in range(len(ins)))
     prog = Program(len(ins), tuple((t, names) for t in templates),
                    tuple(f"t{j}" for j in range(len(templates))))
@@ -204,12 +204,12 @@ def triton_leaky_relu(p, ins, aux, rt):
     if p.act_type != "rrelu":
         return _run_expr((_expr(p),), [x], x)
     if rt.is_train:
-        from kernels.dropout import rrelu
+        from ..kernels.dropout import rrelu
         gen = rt.generator
         seed = int(torch.randint(0, 1 << 62, (1,), generator=gen,
                                  device=gen.device if gen is not None else "cpu"))
         return rrelu(x, p.lower_bound, p.upper_bound, seed)
-    from kernels.copy import fill
+    from ..kernels.copy import fill
     mean = (p.lower_bound + p.upper_bound) / 2.0
     out = _run_expr((f"tl.where({{0}} > 0.0, {{0}}, {{0}} * {mean!r})",), [x], x)[0]
     return out, fill(torch.empty_like(x), mean)
@@ -223,7 +223,7 @@ def triton_backward_leaky_relu(p, ins, aux, rt):
         return _run_expr(("({0} * tl.where({1} > 0.0, 1.0, {2}))",), [dy, x, ins[2]], x)
     if p.act_type != "prelu":
         return _run_expr((_backward_expr(p),), [dy, x], x)
-    from kernels.copy import reduce_sum
+    from ..kernels.copy import reduce_sum
     gamma = ins[2]
     bshape = expand_shape(tuple(gamma.shape), tuple(x.shape))
     dx, full = _run_expr(("({0} * tl.where({1} > 0.0, 1.0, {2}))", "({0} * tl.minimum({1}, 0.0))"),

@@ -23,7 +23,7 @@ MXNet 1.9.1's forms, batched over leading axes:
   gradient ``dA = U^T Y U``, Y the skew part of ``dU U^T`` over twice the eigenvalue gaps
   (mirrored) with ``dlambda`` on the diagonal.
 
-The primitives run :mod:`kernels.linalg` (one Triton program per matrix, up to 64 x 64;
+The primitives run :mod:`symgraph.kernels.linalg` (one Triton program per matrix, up to 64 x 64;
 syevd by cyclic Jacobi sweeps).
 
 >>> import symgraph as mx
@@ -94,13 +94,13 @@ def _checked(low):
 
 
 def _potrf_forward(p, ins, aux, rt):
-    from kernels.linalg import potrf_ref
+    from ..kernels.linalg import potrf_ref
     return _checked(potrf_ref(ins[0], p.lower))
 
 
 def triton_potrf(p, ins, aux, rt):
     """Cholesky: one Triton program per matrix."""
-    from kernels.linalg import potrf
+    from ..kernels.linalg import potrf
     return _checked(potrf(ins[0], p.lower))
 
 
@@ -143,13 +143,13 @@ register(OpDef(
 # ---------------------------------------------------------------- trsm
 
 def _trsm_forward(p, ins, aux, rt):
-    from kernels.linalg import trsm_ref
+    from ..kernels.linalg import trsm_ref
     return (trsm_ref(ins[0], ins[1], p.alpha, p.rightside, p.lower, p.transpose),)
 
 
 def triton_trsm(p, ins, aux, rt):
     """Triangular solve: one Triton program per matrix."""
-    from kernels.linalg import trsm
+    from ..kernels.linalg import trsm
     return (trsm(ins[0], ins[1], p.alpha, p.rightside, p.lower, p.transpose),)
 
 
@@ -192,14 +192,14 @@ register(OpDef(
 
 def _gauss_forward(kind: str):
     def forward(p, ins, aux, rt):
-        from kernels.linalg import gauss_jordan_ref
+        from ..kernels.linalg import gauss_jordan_ref
         return _gauss_outputs(kind, gauss_jordan_ref(ins[0], kind == "inverse"), ins[0])
     return forward
 
 
 def _gauss_kernel(kind: str):
     def triton_gauss(p, ins, aux, rt):
-        from kernels.linalg import gauss_jordan
+        from ..kernels.linalg import gauss_jordan
         return _gauss_outputs(kind, gauss_jordan(ins[0], kind == "inverse"), ins[0])
     triton_gauss.__name__ = f"triton_linalg_{kind}"
     return triton_gauss
@@ -303,14 +303,14 @@ register(OpDef(
 
 def _pair_forward(fn: str):
     def forward(p, ins, aux, rt):
-        import kernels.linalg as la
+        from ..kernels import linalg as la
         return getattr(la, f"{fn}_ref")(ins[0])
     return forward
 
 
 def _pair_kernel(fn: str):
     def triton_pair(p, ins, aux, rt):
-        import kernels.linalg as la
+        from ..kernels import linalg as la
         return getattr(la, fn)(ins[0])
     triton_pair.__name__ = f"triton_linalg_{fn}"
     return triton_pair

@@ -11,7 +11,7 @@ diagonal/triangle copies, ``sumlogdiag``, ``syrk`` and ``trmm``, batched over le
   (or alpha * B op(A) with ``rightside``) with A's other triangle ignored (a triangle mask
   and ``gemm2``).
 
-The copies are one Triton kernel (:func:`kernels.linalg.tri_copy`); two hidden helpers of
+The copies are one Triton kernel (:func:`symgraph.kernels.linalg.tri_copy`); two hidden helpers of
 the same kernel, ``_linalg_masktrian`` (``tril``/``triu`` with offset) and
 ``_linalg_mirrortrian`` (one triangle copied onto the other: MXNet's copyLTU), serve trmm and
 the factorizations' gradients.
@@ -72,21 +72,21 @@ def _tri_shape(kind: str, op: str):
             return shapes, [x]
         if not x[-1]:
             return None
-        from kernels.linalg import tri_shape
+        from ..kernels.linalg import tri_shape
         return shapes, [tri_shape(kind, tuple(x), offset)]
     return rule
 
 
 def _tri_forward(kind: str):
     def forward(p, ins, aux, rt):
-        from kernels.linalg import tri_copy_ref
+        from ..kernels.linalg import tri_copy_ref
         return (tri_copy_ref(ins[0], kind, p.get("offset", 0), p.get("lower", True)),)
     return forward
 
 
 def _tri_kernel(kind: str):
     def triton_tri(p, ins, aux, rt):
-        from kernels.linalg import tri_copy
+        from ..kernels.linalg import tri_copy
         return (tri_copy(ins[0], kind, p.get("offset", 0), p.get("lower", True)),)
     triton_tri.__name__ = f"triton_linalg_{kind}"
     return triton_tri

@@ -3,7 +3,7 @@
 Gluon's ``SoftmaxCrossEntropyLoss`` (and many symbolic scripts) compute
 ``-pick(log_softmax(pred, axis), label, axis, keepdims=True)`` averaged per sample. Bound as
 written that is eight launches per step (log_softmax, pick, the negation, the mean, and their
-four gradients). The graph rewrites declared here (``symgraph.rewrite``) replace the pair by
+four gradients). The graph rewrites declared here (``compiler.rewrite``) replace the pair by
 ``_log_softmax_pick`` when the log-softmax is read by the pick alone, on float32/float64
 data, along the same axis, with no temperature, length or dtype option; then fold a
 negation or scalar product of its result into its ``scale``, and a mean over just the picked
@@ -148,8 +148,8 @@ def _backward_prepare(p, in_shapes, out_shapes, out=None):
 
 def _triton_forward(p, ins, aux, rt):
     """Triton: the log-softmax kernel, then the pick gather (at the bounded positions)."""
-    from kernels.index import pick
-    from kernels.softmax import softmax_fwd
+    from ..kernels.index import pick
+    from ..kernels.softmax import softmax_fwd
     x, index = ins
     axis, drop, keep = _pick_dims(p, tuple(x.shape))
     y = softmax_fwd(x, axis, None, None, log=True, dtype=x.dtype)
@@ -160,8 +160,8 @@ def _triton_forward(p, ins, aux, rt):
 
 def _triton_backward(p, ins, aux, rt):
     """Triton: the pick gradient scattered, then the log-softmax gradient kernel."""
-    from kernels.index import pick_backward
-    from kernels.softmax import softmax_bwd
+    from ..kernels.index import pick_backward
+    from ..kernels.softmax import softmax_bwd
     g, y, positions = ins
     axis = _pick_dims(p, tuple(y.shape))[0]
     g = g if p.scale == 1.0 else g * p.scale

@@ -43,7 +43,7 @@ def _backward(p, ins, aux, rt):
 
 def triton_make_loss_backward(p, ins, aux, rt):
     """The constant gradient written by one generated kernel."""
-    from kernels.elementwise import Program, run
+    from ..kernels.elementwise import Program, run
     out = ins[0]
     prog = Program(1, ((f"({{0}} * 0.0 + {p.grad_scale / _norm(p, out)!r})", ("x0",)),),
                    ("t0",))

@@ -51,7 +51,7 @@ def _as_matrices(p, a, b):
 
 def triton_dot(p, ins, aux, rt):
     """Triton kernel: N-d dot as one (M, K) x (K, N) matmul on strided views."""
-    from kernels.gemm import matmul
+    from ..kernels.gemm import matmul
     a_eff, b_eff, a2, b2 = _as_matrices(p, ins[0], ins[1])
     out = matmul(a2, b2).reshape(tuple(a_eff.shape[:-1]) + tuple(b_eff.shape[1:]))
     return (out.reshape(1) if out.dim() == 0 else out,)
@@ -59,7 +59,7 @@ def triton_dot(p, ins, aux, rt):
 
 def triton_backward_dot(p, ins, aux, rt):
     """Triton kernels: ``da = dy @ b.T`` and ``db = a.T @ dy`` on transposed views."""
-    from kernels.gemm import matmul
+    from ..kernels.gemm import matmul
     a_eff, b_eff, a2, b2 = _as_matrices(p, ins[1], ins[2])
     dy2 = ins[0].reshape(a2.shape[0], b2.shape[1])
     da = matmul(dy2, b2.t()).reshape(a_eff.shape)
@@ -69,7 +69,7 @@ def triton_backward_dot(p, ins, aux, rt):
 
 def triton_batch_dot(p, ins, aux, rt):
     """Triton kernel: batched matmul with transposes as strided views."""
-    from kernels.gemm import bmm
+    from ..kernels.gemm import bmm
     return (bmm(_bt(ins[0], p.transpose_a), _bt(ins[1], p.transpose_b)),)
 
 

@@ -3,7 +3,7 @@ squares of ``num_arrays`` arrays, one float32 vector), ``multi_lars`` (LARS lear
 from those sums) and ``reset_arrays`` (zeroes ``num_arrays`` arrays in place; no output;
 imperative only).
 
-``multi_sum_sq`` runs :mod:`kernels.optimizer`'s multi-tensor kernel (every array in one
+``multi_sum_sq`` runs :mod:`symgraph.kernels.optimizer`'s multi-tensor kernel (every array in one
 launch); ``multi_lars`` is a composite of elementwise ops::
 
     lr_i * eta * |w_i| / (|g_i| * rescale_grad + wd_i * |w_i| + eps)  where |w_i|, |g_i| > 0
@@ -60,7 +60,7 @@ def _sum_sq_shape(p, shapes):
 
 def _sum_sq(triton: bool):
     def forward(p, ins, aux, rt):
-        from kernels import optimizer as kops
+        from ..kernels import optimizer as kops
         arrays = [x.contiguous() for x in ins]
         _check_one_type("multi_sum_sq", [str(x.dtype).replace("torch.", "") for x in arrays])
         return (kops.multi_sum_sq(arrays) if triton else kops.multi_sum_sq_ref(arrays),)
@@ -80,7 +80,7 @@ register(OpDef(
 
 def _reset(triton: bool):
     def forward(p, ins, aux, rt):
-        from kernels import optimizer as kops
+        from ..kernels import optimizer as kops
         if triton:
             kops.reset_arrays([x for x in ins])
         else:

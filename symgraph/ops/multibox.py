@@ -68,12 +68,12 @@ def _args(p) -> dict:
 
 
 def _prior_forward(p, ins, aux, rt):
-    from kernels.multibox import multibox_prior_ref
+    from ..kernels.multibox import multibox_prior_ref
     return (multibox_prior_ref(ins[0], **_args(p)),)
 
 
 def triton_multibox_prior(p, ins, aux, rt):
-    from kernels.multibox import multibox_prior
+    from ..kernels.multibox import multibox_prior
     return (multibox_prior(ins[0], **_args(p)),)
 
 
@@ -131,12 +131,12 @@ def _target_shape(p, shapes):
 
 
 def _target_forward(p, ins, aux, rt):
-    from kernels.multibox import multibox_target_ref
+    from ..kernels.multibox import multibox_target_ref
     return multibox_target_ref(*ins, p)
 
 
 def triton_multibox_target(p, ins, aux, rt):
-    from kernels.multibox import multibox_target
+    from ..kernels.multibox import multibox_target
     return multibox_target(*ins, p)
 
 
@@ -207,12 +207,12 @@ def _detection_shape(p, shapes):
 
 
 def _detection_forward(p, ins, aux, rt):
-    from kernels.multibox import multibox_detection_ref
+    from ..kernels.multibox import multibox_detection_ref
     return (multibox_detection_ref(*ins, p),)
 
 
 def triton_multibox_detection(p, ins, aux, rt):
-    from kernels.multibox import multibox_detection
+    from ..kernels.multibox import multibox_detection
     return (multibox_detection(*ins, p),)
 
 

@@ -4,7 +4,7 @@ their ``mp_`` forms and the ``preloaded_`` forms (learning rates and weight deca
 The inputs are the tensors of ``num_weights`` weights interleaved (``weight_0, grad_0,
 [mom_0,] [weight32_0,] weight_1, ...``), then ``lrs`` and ``wds`` for the preloaded forms;
 one output per weight. Momentum and fp32 master weights are written in place; every weight
-is updated by one launch of :mod:`kernels.optimizer`'s multi-tensor kernel.
+is updated by one launch of :mod:`symgraph.kernels.optimizer`'s multi-tensor kernel.
 
 >>> import symgraph as mx
 >>> w0, w1 = mx.nd.ones((2,)), mx.nd.ones((3,))
@@ -77,7 +77,7 @@ def _type(per: int, mp: bool):
 
 @dataclass(frozen=True)
 class Multi:
-    """A multi-tensor op: its :mod:`kernels.optimizer` rule, the input slots of one weight,
+    """A multi-tensor op: its :mod:`symgraph.kernels.optimizer` rule, the input slots of one weight,
     how many of them are states (after weight and grad), whether the last slot is an fp32
     master weight, and ``hparams(p, ins) -> UpdateParams`` (None: skip the update)."""
 
@@ -101,7 +101,7 @@ def _groups(spec: Multi, p, ins):
 
 def _forward(spec: Multi, triton: bool):
     def forward(p, ins, aux, rt):
-        from kernels import optimizer as kops
+        from ..kernels import optimizer as kops
         weights, grads, states, targets = _groups(spec, p, ins)
         hp = spec.hparams(p, ins)
         if hp is None:
@@ -145,8 +145,8 @@ def _sgd_hp(preloaded: bool, per: int):
 
 
 def kops_params(**kw):
-    """:class:`kernels.optimizer.UpdateParams` (kernels imported on first use)."""
-    from kernels.optimizer import UpdateParams
+    """:class:`symgraph.kernels.optimizer.UpdateParams` (kernels imported on first use)."""
+    from ..kernels.optimizer import UpdateParams
     return UpdateParams(**kw)
 
 
@@ -230,7 +230,7 @@ def _lamb_phases(p, weights, targets, grads, states, triton: bool):
     """LAMB's phase 1 on ``targets`` (moments in place; the directions) and the norms of
     ``weights`` and of the directions: (directions, ||w||s, ||direction||s). MXNet 1.9.1
     takes ||w|| from the weights given, the fp16 ones in the mp form, not the fp32 masters."""
-    from kernels import optimizer as kops
+    from ..kernels import optimizer as kops
     hp = kops_params(lr=0.0, wd=list(p.wds), rescale_grad=p.rescale_grad,
                      clip_gradient=p.clip_gradient, beta1=p.beta1, beta2=p.beta2,
                      epsilon=p.epsilon, bias=[lamb_bias(p, t) for t in p.step_count])
@@ -249,7 +249,7 @@ def _lamb_forward(mp: bool, triton: bool):
     spec = Multi("lamb", _lamb_slots(mp), 2, mp, lambda p, ins: None)
 
     def forward(p, ins, aux, rt):
-        from kernels import optimizer as kops
+        from ..kernels import optimizer as kops
         weights, grads, states, targets = _groups(spec, p, ins)
         targets = [t.contiguous() for t in targets]
         weights = [w.contiguous() for w in weights]

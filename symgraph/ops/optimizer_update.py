@@ -4,7 +4,7 @@ Each takes ``(weight, grad, states...)`` and returns the new weight; the states 
 moments, ``n``, ``z``...) are written in place (MXNet's ``FMutateInputs``, here
 ``OpDef.mutates``), so the usual call passes ``out=weight``. The ``mp_`` forms keep an fp32
 master copy ``weight32`` (updated in place) of an fp16 weight and return it cast to the
-weight's dtype. The math is :mod:`kernels.optimizer`'s, the same multi-tensor kernel (and
+weight's dtype. The math is :mod:`symgraph.kernels.optimizer`'s, the same multi-tensor kernel (and
 torch references) the Python optimizers run; these ops have no gradient.
 
 As in MXNet 1.9.1, ``_adamw_update`` also overwrites ``grad`` with the rescaled, clipped
@@ -80,7 +80,7 @@ def mp_type(fp32: tuple[int, ...], out_from: int | None = None):
 
 @dataclass(frozen=True)
 class Rule:
-    """How an op maps onto a :mod:`kernels.optimizer` rule.
+    """How an op maps onto a :mod:`symgraph.kernels.optimizer` rule.
 
     ``kernel``: the rule's wrapper name; ``states``: input indices of its states (in the
     wrapper's order); ``master``: the fp32 master weight's index (mp ops); ``new_out``: the
@@ -101,7 +101,7 @@ class Rule:
 
 def run_rule(rule: Rule, hp, ins, triton: bool) -> torch.Tensor:
     """Apply ``rule`` to one weight: states updated in place, the new weight returned."""
-    from kernels import optimizer as kops
+    from ..kernels import optimizer as kops
     weight, grad = ins[0], ins[1]
     states = [ins[i] for i in rule.states]
     target = weight if rule.master is None else ins[rule.master]
@@ -141,7 +141,7 @@ def forwards(rule: Rule, hparams):
 
 
 def _hp(**kw):
-    from kernels.optimizer import UpdateParams
+    from ..kernels.optimizer import UpdateParams
     return UpdateParams(**kw)
 
 
@@ -310,7 +310,7 @@ update_op("mp_lamb_update_phase1", ("weight", "grad", "mean", "var", "weight32")
 
 def _lamb2(mp: bool, triton: bool):
     def forward(p, ins, aux, rt):
-        from kernels import optimizer as kops
+        from ..kernels import optimizer as kops
         weight, g, r1, r2 = ins[:4]
         target = ins[4] if mp else weight
         hp = _hp(lr=p.lr, lower_bound=p.lower_bound, upper_bound=p.upper_bound)
@@ -356,7 +356,7 @@ def _group_adagrad_shape(p, shapes):
 
 def _group_adagrad(triton: bool):
     def forward(p, ins, aux, rt):
-        from kernels import optimizer as kops
+        from ..kernels import optimizer as kops
         weight, grad, history = (x.contiguous() for x in ins)
         hp = _hp(lr=p.lr, rescale_grad=p.rescale_grad, clip_gradient=p.clip_gradient,
                  epsilon=p.epsilon)

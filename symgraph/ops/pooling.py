@@ -304,7 +304,7 @@ def _backward_forward(p, ins, aux, rt):
 
 def _kernel_geometry(p, x: torch.Tensor):
     """The Triton kernels' description of this node's pooling."""
-    from kernels.pool import PoolGeometry
+    from ..kernels.pool import PoolGeometry
     last = _channel_last(p, x.dim())
     spatial = tuple(x.shape[1:-1]) if last else tuple(x.shape[2:])
     kernel, stride, pad, out = _geometry(p, spatial)
@@ -314,7 +314,7 @@ def _kernel_geometry(p, x: torch.Tensor):
 
 def triton_pooling(p, ins, aux, rt):
     """Pooling forward as one Triton kernel (one lane per output element)."""
-    from kernels.pool import pool_fwd
+    from ..kernels.pool import pool_fwd
     y = pool_fwd(ins[0], _kernel_geometry(p, ins[0]))
     if not _workspace(p):
         return (y,)
@@ -324,7 +324,7 @@ def triton_pooling(p, ins, aux, rt):
 def triton_backward_pooling(p, ins, aux, rt):
     """Pooling data gradient: argmax (max) or y (Lp) by the forward kernel, then one
     gather kernel over input elements."""
-    from kernels.pool import pool_bwd
+    from ..kernels.pool import pool_bwd
     return (pool_bwd(ins[0], ins[1], _kernel_geometry(p, ins[1])),)
 
 

@@ -57,7 +57,7 @@ def _shape_rule(op: str, per_image: bool):
 
 def _forward(per_image: bool, triton: bool):
     def forward(p, ins, aux, rt):
-        from kernels.proposal import multi_proposal, multi_proposal_ref
+        from ..kernels.proposal import multi_proposal, multi_proposal_ref
         return (multi_proposal if triton else multi_proposal_ref)(*ins, p)
     forward.__name__ = f"{'triton_' if triton else ''}{'proposal' if per_image else 'multi'}"
     return forward

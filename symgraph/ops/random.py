@@ -245,7 +245,7 @@ def _random_op(d: _Dist) -> OpDef:
         return (draws.to(dtype),)
 
     def kernel(p, ins, aux, rt):
-        from kernels.random import sample
+        from ..kernels.random import sample
         dtype = to_torch_dtype(p.dtype or "float32")
         return (sample(d.name, *_scalar_params(d, p), _out_shape(p), _seed(rt), dtype,
                        device=rt.device),)
@@ -280,7 +280,7 @@ def _like_op(d: _Dist) -> OpDef:
         return (draws.to(data.dtype),)
 
     def kernel(p, ins, aux, rt):
-        from kernels.random import sample
+        from ..kernels.random import sample
         data = ins[0]
         _check_float_input(TORCH_TO_NAME.get(data.dtype), f"_random_{d.name}_like")
         return (sample(d.name, *_scalar_params(d, p), tuple(data.shape), _seed(rt),
@@ -323,7 +323,7 @@ def _sample_op(d: _Dist) -> OpDef:
         return (d.draw(src, lead + tuple(p.shape), *params).to(dtype),)
 
     def kernel(p, ins, aux, rt):
-        from kernels.random import sample
+        from ..kernels.random import sample
         dtype = to_torch_dtype(p.dtype or "float32")
         return (sample(d.name, ins[0], ins[1] if len(ins) > 1 else None, tuple(p.shape),
                        _seed(rt), dtype),)
@@ -358,7 +358,7 @@ def _randint_forward(p, ins, aux, rt):
 
 
 def _randint_kernel(p, ins, aux, rt):
-    from kernels.random import sample
+    from ..kernels.random import sample
     dtype = to_torch_dtype(p.dtype or "int32")
     return (sample("randint", p.low, p.high, _out_shape(p), _seed(rt), dtype, device=rt.device),)
 
@@ -429,7 +429,7 @@ def _multinomial_forward(p, ins, aux, rt):
 
 def _multinomial_kernel(p, ins, aux, rt):
     """The Triton inverse-CDF search (prefix sums, then a binary search per draw)."""
-    from kernels.random import multinomial
+    from ..kernels.random import multinomial
     data = ins[0]
     out_shape = (tuple(data.shape[:-1]) + tuple(p.shape)) or (1,)
     drawn = multinomial(data, math.prod(p.shape), _seed(rt), to_torch_dtype(p.dtype),
@@ -456,7 +456,7 @@ def _multinomial_backward(p, ins, aux, rt):
 
 def _multinomial_backward_kernel(p, ins, aux, rt):
     """A Triton scatter-add (atomics) of ograd / p[class] into the drawn classes."""
-    from kernels.random import multinomial_backward
+    from ..kernels.random import multinomial_backward
     return (multinomial_backward(*ins),)
 
 
@@ -524,7 +524,7 @@ def _zipfian_rows(rows: list, device) -> tuple[torch.Tensor, torch.Tensor]:
 def _unique_zipfian_kernel(p, ins, aux, rt):
     """Each row's draws from a Triton log-uniform kernel (one seed per row, the stream
     continued across chunks); the first-occurrence bookkeeping stays in torch."""
-    from kernels.random import sample
+    from ..kernels.random import sample
 
     def row(seed):
         return _zipfian_row(lambda count, drawn: sample(
@@ -564,7 +564,7 @@ def _shuffle_forward(p, ins, aux, rt):
 
 def _shuffle_kernel(p, ins, aux, rt):
     """Philox keys sorted into a permutation; the rows moved by the Triton gather."""
-    from kernels.random import shuffle
+    from ..kernels.random import shuffle
     return (shuffle(ins[0], _seed(rt)),)
 
 
@@ -674,7 +674,7 @@ def _pdf_backward(pdf: _Pdf):
 
 def _pdf_kernel(pdf: _Pdf):
     def kernel(p, ins, aux, rt):
-        from kernels.random_pdf import pdf as launch
+        from ..kernels.random_pdf import pdf as launch
         x, a, *b = ins
         return (launch(pdf.name, x, a, b[0] if b else None, p.is_log),)
     return _named(kernel, f"triton_pdf_{pdf.name}")
@@ -682,7 +682,7 @@ def _pdf_kernel(pdf: _Pdf):
 
 def _pdf_backward_kernel(pdf: _Pdf):
     def kernel(p, ins, aux, rt):
-        from kernels.random_pdf import pdf_backward
+        from ..kernels.random_pdf import pdf_backward
         og, x, a, *b = ins
         return pdf_backward(pdf.name, og, x, a, b[0] if b else None, p.is_log)
     return _named(kernel, f"triton_pdf_{pdf.name}_backward")

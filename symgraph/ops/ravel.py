@@ -72,13 +72,13 @@ def _unravel_forward(p, ins, aux, rt):
 
 def triton_ravel(p, ins, aux, rt):
     """ravel_multi_index as one Triton kernel."""
-    from kernels.index import ravel
+    from ..kernels.index import ravel
     return (ravel(ins[0], tuple(p.shape)),)
 
 
 def triton_unravel(p, ins, aux, rt):
     """unravel_index as one Triton kernel."""
-    from kernels.index import unravel
+    from ..kernels.index import unravel
     return (unravel(_leading(ins[0]), tuple(p.shape)),)
 
 

@@ -131,14 +131,14 @@ def _prepared(fn):
 
 def _triton_reduction(name, fn):
     def run(p, ins, aux, rt):
-        from kernels.reduce import reduce
+        from ..kernels.reduce import reduce
         x = ins[0]
         axes = reduce_axes(p, x.dim())
         if not axes or not x.dtype.is_floating_point or x.numel() == 0:
             return (_apply(fn, p, x),)  # a copy, or data the kernel does not take
         return (reduce(x, axes, name, p.keepdims).reshape(reduced_shape(p, tuple(x.shape))),)
     run.__name__ = f"triton_{name}"
-    run.__doc__ = f"Triton kernel for ``{name}`` (``kernels.reduce.reduce``)."
+    run.__doc__ = f"Triton kernel for ``{name}`` (``symgraph.kernels.reduce.reduce``)."
     return run
 
 
@@ -194,7 +194,7 @@ def _keep(p):
 def _triton_bcast(scale_by_count: bool):
     """The broadcast-back as a generated kernel (dy viewed with the reduced axes kept)."""
     def triton_reduce_bcast(p, ins, aux, rt):
-        from kernels.elementwise import Program, run
+        from ..kernels.elementwise import Program, run
         dy, x = ins
         keep = reduced_shape(_keep(p), tuple(x.shape))
         scale = 1.0 / _count(p, tuple(x.shape)) if scale_by_count else 1.0
@@ -270,7 +270,7 @@ def _arg(fn):
 
 def _triton_arg(largest: bool):
     def run(p, ins, aux, rt):
-        from kernels.reduce import arg_reduce
+        from ..kernels.reduce import arg_reduce
         x = ins[0]
         out = arg_reduce(x, p.axis, largest=largest, keepdims=p.keepdims)
         return (out.reshape(_arg_shape(p, [tuple(x.shape)])[1][0]),)

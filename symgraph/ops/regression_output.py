@@ -107,7 +107,7 @@ _BACKWARD_EXPR = {"Linear": "(({0} - {1}) * {2})", "Logistic": "(({0} - {1}) * {
 def _triton_backward(kind: str):
     """The gradient as one generated elementwise kernel (label viewed in the output's shape)."""
     def triton_regression_backward(p, ins, aux, rt):
-        from kernels.elementwise import Program, run
+        from ..kernels.elementwise import Program, run
         out, label = ins
         scale = p.grad_scale / (label.numel() // label.shape[0])
         prog = Program(2, ((_BACKWARD_EXPR[kind].replace("{2}", repr(scale)), ("x0", "x1")),),

@@ -84,26 +84,26 @@ def _resize_shape(p, shapes):
 
 
 def _resize_forward(p, ins, aux, rt):
-    from kernels.sampling import bilinear_resize_ref
+    from ..kernels.sampling import bilinear_resize_ref
     hw = _resize_shape(p, [tuple(t.shape) for t in ins])[1][0][2:]
     return (bilinear_resize_ref(ins[0], hw, p.align_corners),)
 
 
 def triton_bilinear_resize(p, ins, aux, rt):
     """BilinearResize2D as one Triton kernel."""
-    from kernels.sampling import bilinear_resize
+    from ..kernels.sampling import bilinear_resize
     hw = _resize_shape(p, [tuple(t.shape) for t in ins])[1][0][2:]
     return (bilinear_resize(ins[0], hw, p.align_corners),)
 
 
 def _resize_backward(p, ins, aux, rt):
-    from kernels.sampling import bilinear_resize_backward_ref
+    from ..kernels.sampling import bilinear_resize_backward_ref
     return (bilinear_resize_backward_ref(ins[0], ins[1], p.align_corners),)
 
 
 def triton_backward_bilinear_resize(p, ins, aux, rt):
     """The BilinearResize2D data gradient: Triton zero fill and atomic adds."""
-    from kernels.sampling import bilinear_resize_backward
+    from ..kernels.sampling import bilinear_resize_backward
     return (bilinear_resize_backward(ins[0], ins[1], p.align_corners),)
 
 
@@ -171,24 +171,24 @@ def _pool_shape(p, shapes):
 
 
 def _pool_forward(p, ins, aux, rt):
-    from kernels.sampling import adaptive_avg_pool_ref
+    from ..kernels.sampling import adaptive_avg_pool_ref
     return (adaptive_avg_pool_ref(ins[0], _pool_hw(p)),)
 
 
 def triton_adaptive_avg_pool(p, ins, aux, rt):
     """AdaptiveAvgPooling2D as one Triton kernel (a window loop per output)."""
-    from kernels.sampling import adaptive_avg_pool
+    from ..kernels.sampling import adaptive_avg_pool
     return (adaptive_avg_pool(ins[0], _pool_hw(p)),)
 
 
 def _pool_backward(p, ins, aux, rt):
-    from kernels.sampling import adaptive_avg_pool_backward_ref
+    from ..kernels.sampling import adaptive_avg_pool_backward_ref
     return (adaptive_avg_pool_backward_ref(ins[0], ins[1]),)
 
 
 def triton_backward_adaptive_avg_pool(p, ins, aux, rt):
     """The AdaptiveAvgPooling2D gradient: Triton zero fill and atomic adds."""
-    from kernels.sampling import adaptive_avg_pool_backward
+    from ..kernels.sampling import adaptive_avg_pool_backward
     return (adaptive_avg_pool_backward(ins[0], ins[1]),)
 
 

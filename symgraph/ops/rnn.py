@@ -27,8 +27,8 @@ reproduces them), kept as a hidden last output so the backward recomputes the sa
 The torch reference runs torch's fused recurrent kernels (``torch._VF.lstm`` etc.) on views
 of the packed vector; the gradient is one hidden ``_backward_RNN`` node computing the data,
 parameter and state gradients by autograd through that reference. The Triton path projects
-the inputs of each layer with one GEMM (``kernels.gemm``) and runs the recurrence with
-``kernels.rnn``.
+the inputs of each layer with one GEMM (``symgraph.kernels.gemm``) and runs the recurrence with
+``symgraph.kernels.rnn``.
 
 LSTM with ``projection_size`` P (LSTMP, ``h' = W_h2r (o * tanh(c'))``) runs in inference, as
 on MXNet's CPU: each layer and direction's weights are ``W_i2h`` (G*H, C or D*P), ``W_h2h``
@@ -396,10 +396,10 @@ def _triton_layers(p, x, w, hx, cx, seed: int):
     """Run every layer with the Triton kernels. Returns (output, [hT], [cT], record) where
     ``record[layer]`` = (layer input (T*N, width), [per direction: (xw, h0, c0, w_ih, w_hh,
     b_hh, y, saved)], mask applied to the input or None)."""
-    from kernels.copy import concat
-    from kernels.dropout import dropout
-    from kernels.gemm import linear
-    from kernels.rnn import rnn_layer_fwd
+    from ..kernels.copy import concat
+    from ..kernels.dropout import dropout
+    from ..kernels.gemm import linear
+    from ..kernels.rnn import rnn_layer_fwd
     flat = unpack(p, w, x.shape[2])
     d, steps, batch = _dirs(p), x.shape[0], x.shape[1]
     hys, cys, record, inp, mask = [], [], [], x, None
@@ -426,8 +426,8 @@ def _triton_layers(p, x, w, hx, cx, seed: int):
 def triton_rnn(p, ins, aux, rt):
     """RNN forward: per layer one input-projection GEMM per direction (bias fused), the
     recurrence in ``kernels.rnn``, directions concatenated, Philox dropout between layers."""
-    from kernels.copy import copy_view, stack
-    if p.projection_size is not None:  # kernels.rnn has no projection: the reference runs
+    from ..kernels.copy import copy_view, stack
+    if p.projection_size is not None:  # symgraph.kernels.rnn has no projection: the reference runs
         return _forward(p, ins, aux, rt)
     _check_supported(p, rt.is_train)
     seed = _draw_seed(p, rt)
@@ -444,19 +444,19 @@ def triton_rnn(p, ins, aux, rt):
 
 
 def _write(src: torch.Tensor, dst: torch.Tensor) -> None:
-    from kernels.copy import copy_view
+    from ..kernels.copy import copy_view
     copy_view(src, out=dst)
 
 
 def triton_backward_rnn(p, ins, aux, rt):
     """RNN backward: the training forward's record of the layers (recomputed when there is
-    none), then per layer from the top ``kernels.rnn``'s
+    none), then per layer from the top ``symgraph.kernels.rnn``'s
     recurrence backward per direction, weight gradients of the input projection by GEMM
     into the packed gradient, the layer input's gradient by one GEMM over both directions."""
-    from kernels.copy import concat, copy_view, reduce_sum
-    from kernels.dropout import apply_mask
-    from kernels.gemm import matmul
-    from kernels.rnn import rnn_layer_bwd
+    from ..kernels.copy import concat, copy_view, reduce_sum
+    from ..kernels.dropout import apply_mask
+    from ..kernels.gemm import matmul
+    from ..kernels.rnn import rnn_layer_bwd
     _check_supported(p, True)
     nv, lstm = _num_visible(p), p.mode == "lstm"
     ograds, rest = ins[:nv], ins[nv:]

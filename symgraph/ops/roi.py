@@ -87,7 +87,7 @@ def _psroi_shape(p, shapes):
 
 def _ref(name):
     def forward(p, ins, aux, rt):
-        from kernels import psroi, roi
+        from ..kernels import psroi, roi
         if name.startswith("psroi"):
             fn = psroi.psroi_pool_ref if name == "psroi" else psroi.psroi_pool_backward_ref
             return (fn(*ins, _psroi_args(p)),)
@@ -102,37 +102,37 @@ def _ref(name):
 
 def triton_roi_pooling(p, ins, aux, rt):
     """ROIPooling as one Triton kernel (a window max per output)."""
-    from kernels.roi import roi_pool
+    from ..kernels.roi import roi_pool
     return (roi_pool(*ins, tuple(p.pooled_size), p.spatial_scale),)
 
 
 def triton_backward_roi_pooling(p, ins, aux, rt):
     """The ROIPooling data gradient: argmax recomputed, dy added there atomically."""
-    from kernels.roi import roi_pool_backward
+    from ..kernels.roi import roi_pool_backward
     return (roi_pool_backward(*ins, tuple(p.pooled_size), p.spatial_scale),)
 
 
 def triton_roi_align(p, ins, aux, rt):
     """ROIAlign as one Triton kernel (bilinear samples averaged per output)."""
-    from kernels.roi import roi_align
+    from ..kernels.roi import roi_align
     return (roi_align(*ins, _align_args(p)),)
 
 
 def triton_backward_roi_align(p, ins, aux, rt):
     """The ROIAlign data gradient: atomic adds of the sample weights."""
-    from kernels.roi import roi_align_backward
+    from ..kernels.roi import roi_align_backward
     return (roi_align_backward(*ins, _align_args(p)),)
 
 
 def triton_psroi_pooling(p, ins, aux, rt):
     """PSROIPooling as one Triton kernel (a window average per output)."""
-    from kernels.psroi import psroi_pool
+    from ..kernels.psroi import psroi_pool
     return (psroi_pool(*ins, _psroi_args(p)),)
 
 
 def triton_backward_psroi_pooling(p, ins, aux, rt):
     """The PSROIPooling data gradient: atomic adds of dy / bin area."""
-    from kernels.psroi import psroi_pool_backward
+    from ..kernels.psroi import psroi_pool_backward
     return (psroi_pool_backward(*ins, _psroi_args(p)),)
 
 
@@ -225,20 +225,20 @@ def _deform_shape(p, shapes):
 
 
 def _deform_forward(p, ins, aux, rt):
-    from kernels.psroi import deform_psroi_pool_ref
+    from ..kernels.psroi import deform_psroi_pool_ref
     return (deform_psroi_pool_ref(ins[0], ins[1], ins[2] if len(ins) > 2 else None,
                                   _deform_args(p)),)
 
 
 def triton_deformable_psroi_pooling(p, ins, aux, rt):
     """DeformablePSROIPooling as one Triton kernel (S x S bilinear samples per output)."""
-    from kernels.psroi import deform_psroi_pool
+    from ..kernels.psroi import deform_psroi_pool
     return (deform_psroi_pool(ins[0], ins[1], ins[2] if len(ins) > 2 else None,
                               _deform_args(p)),)
 
 
 def _deform_backward(p, ins, aux, rt):
-    from kernels.psroi import deform_psroi_pool_backward_ref
+    from ..kernels.psroi import deform_psroi_pool_backward_ref
     trans = ins[3] if len(ins) > 3 else None
     grads = deform_psroi_pool_backward_ref(ins[0], ins[1], ins[2], trans, _deform_args(p))
     return grads if trans is not None else grads[:1]
@@ -246,7 +246,7 @@ def _deform_backward(p, ins, aux, rt):
 
 def triton_backward_deformable_psroi_pooling(p, ins, aux, rt):
     """DeformablePSROIPooling gradients of data and trans: one Triton launch (atomics)."""
-    from kernels.psroi import deform_psroi_pool_backward
+    from ..kernels.psroi import deform_psroi_pool_backward
     trans = ins[3] if len(ins) > 3 else None
     grads = deform_psroi_pool_backward(ins[0], ins[1], ins[2], trans, _deform_args(p))
     return grads if trans is not None else grads[:1]
@@ -303,13 +303,13 @@ def _rroi_shape(p, shapes):
 
 
 def _rroi_forward(p, ins, aux, rt):
-    from kernels.roi import rroi_align_ref
+    from ..kernels.roi import rroi_align_ref
     return (rroi_align_ref(*ins, tuple(p.pooled_size), p.spatial_scale, p.sampling_ratio),)
 
 
 def triton_rroi_align(p, ins, aux, rt):
     """RROIAlign as one Triton kernel (rotated bilinear samples averaged per output)."""
-    from kernels.roi import rroi_align
+    from ..kernels.roi import rroi_align
     return (rroi_align(*ins, tuple(p.pooled_size), p.spatial_scale, p.sampling_ratio),)
 
 

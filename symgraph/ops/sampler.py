@@ -120,24 +120,24 @@ def _sampler_shape(p, shapes):
 
 
 def _sampler_forward(p, ins, aux, rt):
-    from kernels.sampling import bilinear_sample_ref
+    from ..kernels.sampling import bilinear_sample_ref
     return (bilinear_sample_ref(ins[0], ins[1]),)
 
 
 def triton_bilinear_sampler(p, ins, aux, rt):
     """BilinearSampler as one Triton gather-and-blend kernel."""
-    from kernels.sampling import bilinear_sample
+    from ..kernels.sampling import bilinear_sample
     return (bilinear_sample(ins[0], ins[1]),)
 
 
 def _sampler_backward(p, ins, aux, rt):
-    from kernels.sampling import bilinear_sample_backward_ref
+    from ..kernels.sampling import bilinear_sample_backward_ref
     return bilinear_sample_backward_ref(*ins)
 
 
 def triton_backward_bilinear_sampler(p, ins, aux, rt):
     """Both BilinearSampler gradients in one Triton launch (atomic adds into the data's)."""
-    from kernels.sampling import bilinear_sample_backward
+    from ..kernels.sampling import bilinear_sample_backward
     return bilinear_sample_backward(*ins)
 
 

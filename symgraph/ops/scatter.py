@@ -60,7 +60,7 @@ def _scatter_forward(p, ins, aux, rt):
 
 def triton_scatter_nd(p, ins, aux, rt):
     """scatter_nd as a Triton zero fill and one scatter."""
-    from kernels.index import scatter_nd
+    from ..kernels.index import scatter_nd
     _check_nd_bounds(torch.empty(tuple(p.shape), device="meta"), ins[1])
     return (scatter_nd(ins[0], ins[1], tuple(p.shape)),)
 
@@ -97,7 +97,7 @@ def _set_forward(p, ins, aux, rt):
 
 def triton_scatter_set_nd(p, ins, aux, rt):
     """_scatter_set_nd as a Triton copy of lhs and one scatter."""
-    from kernels.index import scatter_nd
+    from ..kernels.index import scatter_nd
     lhs, rhs, indices = ins
     _check_nd_bounds(lhs, indices)
     return (scatter_nd(rhs, indices, lhs),)
@@ -159,7 +159,7 @@ def _batch_take_forward(p, ins, aux, rt):
 
 def triton_batch_take(p, ins, aux, rt):
     """batch_take as the pick kernel over the last axis (Triton)."""
-    from kernels.index import pick
+    from ..kernels.index import pick
     a, indices = ins
     out = pick(a, indices.reshape(a.shape[:-1]), a.dim() - 1, "clip")
     return (out.reshape(indices.shape),)

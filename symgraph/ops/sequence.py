@@ -109,7 +109,7 @@ def _seq_lengths(p, ins):
 
 def triton_sequence_mask(p, ins, aux, rt):
     """SequenceMask as one Triton kernel."""
-    from kernels.sequence import sequence_mask
+    from ..kernels.sequence import sequence_mask
     return (sequence_mask(ins[0], _seq_lengths(p, ins), p.value, p.axis),)
 
 
@@ -156,13 +156,13 @@ def _backward_last(p, ins, aux, rt):
 
 def triton_sequence_last(p, ins, aux, rt):
     """SequenceLast as one Triton gather."""
-    from kernels.sequence import sequence_last
+    from ..kernels.sequence import sequence_last
     return (sequence_last(ins[0], _seq_lengths(p, ins), p.axis),)
 
 
 def triton_backward_sequence_last(p, ins, aux, rt):
     """The SequenceLast gradient as one Triton kernel writing every element once."""
-    from kernels.sequence import sequence_last_backward
+    from ..kernels.sequence import sequence_last_backward
     return (sequence_last_backward(ins[0], _seq_lengths(p, ins[1:]), tuple(ins[1].shape),
                                    p.axis),)
 
@@ -219,7 +219,7 @@ def _reverse_forward(p, ins, aux, rt):
 
 def triton_sequence_reverse(p, ins, aux, rt):
     """SequenceReverse as one Triton gather."""
-    from kernels.sequence import sequence_reverse
+    from ..kernels.sequence import sequence_reverse
     return (sequence_reverse(ins[0], _seq_lengths(p, ins)),)
 
 

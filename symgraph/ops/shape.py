@@ -231,7 +231,7 @@ def _transpose_input_from_output(p, shapes, outs):
 
 def triton_transpose(p, ins, aux, rt):
     """transpose as one strided Triton copy."""
-    from kernels.copy import permute
+    from ..kernels.copy import permute
     return (permute(ins[0], _axes(p, ins[0].dim())),)
 
 
@@ -255,7 +255,7 @@ def _inverse(perm: tuple) -> tuple:
 
 def triton_transpose_back(p, ins, aux, rt):
     """The transpose gradient as one strided Triton copy."""
-    from kernels.copy import permute
+    from ..kernels.copy import permute
     return (permute(ins[0], _inverse(_axes(p, ins[0].dim()))),)
 
 

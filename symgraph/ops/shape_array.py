@@ -30,7 +30,7 @@ def _forward(name: str):
 
 def _kernel(name: str):
     def triton_shape(p, ins, aux, rt):
-        from kernels.elementwise import Program, run
+        from ..kernels.elementwise import Program, run
         values = _values(name, ins[0].shape)
         expr = f"(offs * 0 + {values[-1]})"
         for i in range(len(values) - 2, -1, -1):  # a where-chain over the flat index

@@ -75,7 +75,7 @@ def _reference(p, base: torch.Tensor, value) -> torch.Tensor:
 
 
 def _triton(p, base: torch.Tensor, value) -> torch.Tensor:
-    from kernels.copy import slice_assign
+    from ..kernels.copy import slice_assign
     return slice_assign(base, value, *_starts_steps(slice_ranges(p, tuple(base.shape))))
 
 
@@ -124,7 +124,7 @@ def _set_value_forward(p, ins, aux, rt):
 
 def triton_set_value(p, ins, aux, rt):
     """_set_value as one Triton fill."""
-    from kernels.copy import fill
+    from ..kernels.copy import fill
     return (fill(torch.empty(tuple(p.shape), device=rt.device), p.src),)
 
 

@@ -150,14 +150,14 @@ def _starts_steps(ranges) -> tuple[list, list, list]:
 
 def triton_slice(p, ins, aux, rt):
     """slice as one strided Triton copy (negative steps are negative strides)."""
-    from kernels.copy import slice_nd
+    from ..kernels.copy import slice_nd
     x = ins[0]
     return (slice_nd(x, *_starts_steps(slice_ranges(p, tuple(x.shape)))),)
 
 
 def triton_backward_slice(p, ins, aux, rt):
     """The slice gradient: Triton zero fill, then a strided copy into the slice."""
-    from kernels.copy import scatter
+    from ..kernels.copy import scatter
     shape = tuple(ins[1].shape)
     starts, steps, _ = _starts_steps(slice_ranges(p, shape))
     return (scatter(ins[0], shape, starts, steps),)
@@ -263,13 +263,13 @@ def _axis_starts(p, shape: tuple) -> tuple[list, list, list]:
 
 def triton_slice_axis(p, ins, aux, rt):
     """slice_axis as one strided Triton copy."""
-    from kernels.copy import slice_nd
+    from ..kernels.copy import slice_nd
     return (slice_nd(ins[0], *_axis_starts(p, tuple(ins[0].shape))),)
 
 
 def triton_backward_slice_axis(p, ins, aux, rt):
     """The slice_axis gradient: Triton zero fill, then a copy into the slice."""
-    from kernels.copy import scatter
+    from ..kernels.copy import scatter
     shape = tuple(ins[1].shape)
     starts, steps, _ = _axis_starts(p, shape)
     return (scatter(ins[0], shape, starts, steps),)
@@ -347,7 +347,7 @@ def _backward_slice_like(p, ins, aux, rt):
 
 def triton_slice_like(p, ins, aux, rt):
     """slice_like as one strided Triton copy from the origin."""
-    from kernels.copy import slice_nd
+    from ..kernels.copy import slice_nd
     x, like = ins
     sizes = list(x.shape)
     for i in _like_axes(p, tuple(x.shape), tuple(like.shape)):
@@ -357,7 +357,7 @@ def triton_slice_like(p, ins, aux, rt):
 
 def triton_backward_slice_like(p, ins, aux, rt):
     """The slice_like gradient: Triton zero fill, then a copy into the origin corner."""
-    from kernels.copy import scatter
+    from ..kernels.copy import scatter
     g, x = ins
     return (scatter(g, tuple(x.shape), [0] * x.dim(), [1] * x.dim()),)
 
@@ -416,14 +416,14 @@ def _backward_tile(p, ins, aux, rt):
 
 def triton_tile(p, ins, aux, rt):
     """tile as one Triton copy of a stride-0 view."""
-    from kernels.copy import tile
+    from ..kernels.copy import tile
     _tile_dims(p.reps, tuple(ins[0].shape))  # MXNet's checks
     return (tile(ins[0], p.reps),)
 
 
 def triton_backward_tile(p, ins, aux, rt):
     """The tile gradient as one Triton reduce-sum over the repetitions."""
-    from kernels.copy import tile_backward
+    from ..kernels.copy import tile_backward
     return (tile_backward(ins[0], tuple(ins[1].shape), p.reps),)
 
 
@@ -491,13 +491,13 @@ def _backward_repeat(p, ins, aux, rt):
 
 def triton_repeat(p, ins, aux, rt):
     """repeat as one Triton copy of a stride-0 view."""
-    from kernels.copy import repeat
+    from ..kernels.copy import repeat
     return (repeat(ins[0], p.repeats, _repeat_axis(p, ins[0].dim())),)
 
 
 def triton_backward_repeat(p, ins, aux, rt):
     """The repeat gradient as one Triton reduce-sum over each element's copies."""
-    from kernels.copy import repeat_backward
+    from ..kernels.copy import repeat_backward
     x = ins[1]
     return (repeat_backward(ins[0], tuple(x.shape), p.repeats, _repeat_axis(p, x.dim())),)
 
@@ -547,7 +547,7 @@ def _swap_shape(p, shapes):
 
 def triton_swap_axis(p, ins, aux, rt):
     """SwapAxis as one strided Triton copy."""
-    from kernels.copy import permute
+    from ..kernels.copy import permute
     a, b = _swap_dims(p, ins[0].dim())
     perm = list(range(ins[0].dim()))
     perm[a], perm[b] = b, a
@@ -631,7 +631,7 @@ def _reverse_forward(p, ins, aux, rt):
 
 def triton_reverse(p, ins, aux, rt):
     """reverse (flip) as one negative-stride Triton copy."""
-    from kernels.copy import flip
+    from ..kernels.copy import flip
     return (flip(ins[0], _reverse_dims(p, ins[0].dim())),)
 
 

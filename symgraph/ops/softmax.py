@@ -165,7 +165,7 @@ def _backward_prepare(log: bool):
 
 def _triton(log: bool):
     def run(p, ins, aux, rt):
-        from kernels.softmax import softmax_fwd
+        from ..kernels.softmax import softmax_fwd
         x = ins[0]
         length = ins[1] if p.use_length and len(ins) > 1 else None
         dtype = to_torch_dtype(p.dtype) if p.dtype else x.dtype
@@ -178,7 +178,7 @@ def _triton(log: bool):
 
 def _triton_backward(log: bool):
     def run(p, ins, aux, rt):
-        from kernels.softmax import softmax_bwd
+        from ..kernels.softmax import softmax_bwd
         dy, y = ins[0], ins[1]
         dtype = ins[2].dtype if len(ins) > 2 else y.dtype
         return (softmax_bwd(dy, y, _axis(p, y.dim()), p.temperature, log=log, dtype=dtype),)
@@ -271,7 +271,7 @@ def _activation_forward(p, ins, aux, rt):
 
 def triton_softmax_activation(p, ins, aux, rt):
     """Triton kernel for SoftmaxActivation (``kernels.softmax``)."""
-    from kernels.softmax import softmax_fwd
+    from ..kernels.softmax import softmax_fwd
     return (softmax_fwd(ins[0], 1 if p.mode == "channel" else -1),)
 
 

@@ -63,13 +63,13 @@ def _backward(p, ins, aux, rt):
 
 def triton_softmax_cross_entropy(p, ins, aux, rt):
     """The loss as a Triton softmax and one gather-log-sum program."""
-    from kernels.softmax import softmax_ce_loss
+    from ..kernels.softmax import softmax_ce_loss
     return (softmax_ce_loss(ins[0], ins[1]),)
 
 
 def triton_backward_softmax_cross_entropy(p, ins, aux, rt):
     """The data gradient as one fused Triton row kernel."""
-    from kernels.softmax import softmax_ce_bwd
+    from ..kernels.softmax import softmax_ce_bwd
     return (softmax_ce_bwd(*ins),)
 
 

@@ -148,7 +148,7 @@ def _prepare_backward(p, in_shapes, out_shapes, out=None):
 
 def triton_softmax_output(p, ins, aux, rt):
     """Triton kernel for SoftmaxOutput's forward: softmax over the class axis."""
-    from kernels.softmax import softmax_fwd
+    from ..kernels.softmax import softmax_fwd
     x = ins[0]
     if p.multi_output:
         return (softmax_fwd(x, 1),)
@@ -159,7 +159,7 @@ def triton_softmax_output(p, ins, aux, rt):
 
 def triton_softmax_output_backward(p, ins, aux, rt):
     """Triton kernel for _backward_SoftmaxOutput (``kernels.softmax.softmax_output_bwd``)."""
-    from kernels.softmax import softmax_output_bwd
+    from ..kernels.softmax import softmax_output_bwd
     if p.out_grad and len(ins) > 2:  # not reachable: the op takes (output, label) only
         return _backward_forward(p, ins, aux, rt)
     return (softmax_output_bwd(ins[0], ins[1], p.grad_scale, p.ignore_label, p.use_ignore,

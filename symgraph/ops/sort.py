@@ -113,7 +113,7 @@ def _forward(p, ins, aux, rt):
 
 def triton_topk(p, ins, aux, rt):
     """topk as a bitonic sort of every row (Triton), then the first k read out."""
-    from kernels.sort import put_along_axis, topk
+    from ..kernels.sort import put_along_axis, topk
     data = ins[0]
     x = data.reshape(_view(p, tuple(data.shape)))
     axis, n, k = _dims(p, tuple(data.shape))
@@ -176,7 +176,7 @@ def _backward_forward(p, ins, aux, rt):
 
 def triton_backward_topk(p, ins, aux, rt):
     """The topk value gradient: the head gradient written at the kept indices (Triton)."""
-    from kernels.sort import put_along_axis
+    from ..kernels.sort import put_along_axis
     g, indices, data = ins
     axis = _dims(p, tuple(data.shape))[0]
     return (put_along_axis(indices, g, _view(p, tuple(data.shape)), axis)

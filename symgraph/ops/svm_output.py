@@ -77,7 +77,7 @@ def _expr(p) -> str:
 
 def triton_svm_backward(p, ins, aux, rt):
     """The gradient as one generated elementwise kernel (label broadcast along rows)."""
-    from kernels.elementwise import Program, run
+    from ..kernels.elementwise import Program, run
     out, label = ins
     x = out.reshape(out.shape[0], -1)
     rows = label.reshape(-1)[: x.shape[0]].reshape(-1, 1).contiguous()

@@ -133,17 +133,17 @@ def triton_upsampling(p, ins, aux, rt):
     """Nearest: one strided Triton copy per input (sum mode: generated adds); bilinear: the
     Triton deconvolution kernel, as the reference."""
     if p.sample_type == "bilinear":
-        from kernels.gemm import conv_transpose_nd
+        from ..kernels.gemm import conv_transpose_nd
         _, pad = _bilinear_geometry(p.scale)
         return (conv_transpose_nd(ins[0], ins[1], None, stride=(p.scale, p.scale),
                                   pad=(pad, pad), dilate=(1, 1), groups=ins[0].shape[1]),)
-    from kernels.copy import upsample_nearest
+    from ..kernels.copy import upsample_nearest
     return (upsample_nearest(ins, p.scale, p.multi_input_mode),)
 
 
 def triton_backward_upsampling(p, ins, aux, rt):
     """Nearest UpSampling's gradients: one Triton reduce-sum per input."""
-    from kernels.copy import upsample_nearest_backward
+    from ..kernels.copy import upsample_nearest_backward
     return upsample_nearest_backward(ins[0], [tuple(x.shape) for x in ins[1:]],
                                      p.multi_input_mode)
 

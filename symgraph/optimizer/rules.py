@@ -39,7 +39,7 @@ def _clip(x: torch.Tensor, bound: float) -> torch.Tensor:
 def _sgd_inplace(ws, gs, states, hp) -> None:
     """SGD (with momentum when a state list is given) with in-place multi-tensor torch ops.
 
-    The same arithmetic as ``kernels.optimizer``'s references without their temporaries and
+    The same arithmetic as ``symgraph.kernels.optimizer``'s references without their temporaries and
     copies back: ``mom = momentum*mom - lr*(clip(r*g) + wd*w); w += mom``; tensors sharing
     (lr, wd) are updated together by ``torch._foreach_*`` (one call per group, not per tensor).
     """
@@ -149,7 +149,7 @@ def _launch(name: str, ws, gs, ss, route: str, hp) -> None:
     if route == "float32" and name in _CPU_INPLACE:
         _CPU_INPLACE[name](ws, gs, ss, hp)
         return
-    from kernels import optimizer as kops
+    from ..kernels import optimizer as kops
     if route == "cuda":
         getattr(kops, name)(ws, gs, *ss, hp)
         return
@@ -164,7 +164,7 @@ def _fused(name: str, weights, grads, states, hp) -> None:
 
 
 def _hp(**kw):
-    from kernels.optimizer import UpdateParams
+    from ..kernels.optimizer import UpdateParams
     return UpdateParams(**kw)
 
 

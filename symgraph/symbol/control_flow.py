@@ -19,10 +19,10 @@ from __future__ import annotations
 import copy
 
 from ..base import MXNetError
-from ..graph import Node
 from ..ops.base import get_op
 from ..ops.control_flow_exec import as_scalar, regroup
 from ..ops.control_flow_exec import flatten as _flatten
+from .graph import Node
 from .naming import AttrScope, NameManager
 from .symbol import Group, Symbol, var
 

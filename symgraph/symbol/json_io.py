@@ -12,8 +12,8 @@ import numpy as np
 from ..attrs import HIDDEN_KEYS, hide_keys
 from ..base import AttrError, FileFormatError, GraphError, MXNetError
 from ..fileio import atomic_write
-from ..graph import IndexedGraph, Node
 from ..ops.base import get_op
+from .graph import IndexedGraph, Node
 from .symbol import Symbol, _as_dtype, _as_shape
 
 MXNET_VERSION = 10901

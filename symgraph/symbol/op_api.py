@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from ..attrs import HIDDEN_KEYS, check_string_values, hide_keys, to_attr_string
 from ..base import AttrError, GraphError
-from ..graph import Node
 from ..ops.base import OPS, OpDef, canonical_ops, get_op
+from .graph import Node
 from .naming import AttrScope, NameManager
 from .symbol import Symbol
 

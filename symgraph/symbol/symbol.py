@@ -1,4 +1,4 @@
-"""The :class:`Symbol`: a list of output entries of a graph of :class:`~symgraph.graph.Node`."""
+"""The :class:`Symbol`: a list of output entries of a graph of :class:`~.graph.Node`."""
 from __future__ import annotations
 
 import warnings
@@ -15,9 +15,9 @@ from ..base import (
     dtype_name,
     unsupported,
 )
-from ..graph import Entry, IndexedGraph, Node, indexed
-from ..infer import head_values, infer_shapes, infer_types, variable_values
 from ..ops.base import known
+from .graph import Entry, IndexedGraph, Node, indexed
+from .infer import head_values, infer_shapes, infer_types, variable_values
 
 
 class Symbol:
@@ -453,7 +453,7 @@ def _as_dtype(value) -> str:
 
 def copy_graph(heads: list[Entry], replace: dict[int, Entry]) -> dict[int, Node]:
     """Copy every op node reachable from ``heads``; variables in ``replace`` (by id) are swapped."""
-    from ..graph import dfs_post_order
+    from .graph import dfs_post_order
     mapping: dict[int, Node] = {}
     entry_map: dict[int, Entry] = dict(replace)
     for node in dfs_post_order(heads):
@@ -481,7 +481,7 @@ def _mapped(entry_map: dict[int, Entry], mapping: dict[int, Node], entry: Entry)
 
 
 def _substitute(heads: list[Entry], by_name: dict[str, Entry]) -> list[Entry]:
-    from ..graph import dfs_post_order
+    from .graph import dfs_post_order
     replace = {id(n): by_name[n.name] for n in dfs_post_order(heads)
                if n.op is None and n.name in by_name}
     mapping = copy_graph(heads, replace)

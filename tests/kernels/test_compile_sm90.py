@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import runtime
-from kernels.table import all_kernels
+from symgraph.kernels import runtime
+from symgraph.kernels.table import all_kernels
 
 SPECS = all_kernels()
 CASES = [pytest.param(spec, dtype, id=f"{name}-{dtype}".replace("torch.", ""))

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import symgraph as mx
-from symgraph import config, cuda_graph
+from symgraph import config
+from symgraph.compiler import cuda_graph
 from tests import device  # noqa: F401 - TF32 off on GPU runs
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

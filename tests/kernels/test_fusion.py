@@ -89,7 +89,7 @@ def test_integer_tensors_stay_on_the_reference(triton_backend):
 
 
 def test_a_failing_kernel_falls_back_to_the_reference_with_a_warning(triton_backend):
-    from symgraph.lowering import guarded
+    from symgraph.compiler.lowering import guarded
 
     def broken(p, ins, aux, rt):
         raise RuntimeError("compiler exploded")
@@ -151,7 +151,7 @@ def test_debug_str_can_print_generated_sources(triton_backend):
 
 def test_a_tampered_cached_source_is_rewritten_not_run(tmp_path):
     """Issue 16: a cached kernel source is checked against what its name generates."""
-    from kernels import elementwise
+    from symgraph.kernels import elementwise
     name = "fused_tamper_check_" + tmp_path.name.replace("-", "_")
     source = f"def {name}():\n    return 'genuine'\n"
     saved = elementwise._settings["cache_dir"]
@@ -168,7 +168,7 @@ def test_a_tampered_cached_source_is_rewritten_not_run(tmp_path):
 
 
 def test_a_cache_dir_others_can_write_is_not_used(tmp_path):
-    from kernels import elementwise
+    from symgraph.kernels import elementwise
     shared = tmp_path / "shared"
     (shared / "fused").mkdir(parents=True)
     (shared / "fused").chmod(0o777)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels.table import all_kernels
+from symgraph.kernels.table import all_kernels
 from tests import device
 
 SPECS = all_kernels()

@@ -28,11 +28,12 @@ def test_triton_backend_matches_torch(name, index):
         assert "triton:triton_backward_box_nms" in labels.values(), labels
 
 
-FIXTURE_KERNELS = {"MultiBoxTarget": ("kernels.multibox", "multibox_target", "TargetConfig"),
-                   "MultiBoxDetection": ("kernels.multibox", "multibox_detection",
-                                         "DetectionConfig"),
-                   "Proposal": ("kernels.proposal", "multi_proposal", "ProposalConfig"),
-                   "MultiProposal": ("kernels.proposal", "multi_proposal", "ProposalConfig")}
+FIXTURE_KERNELS = {
+    "MultiBoxTarget": ("symgraph.kernels.multibox", "multibox_target", "TargetConfig"),
+    "MultiBoxDetection": ("symgraph.kernels.multibox", "multibox_detection", "DetectionConfig"),
+    "Proposal": ("symgraph.kernels.proposal", "multi_proposal", "ProposalConfig"),
+    "MultiProposal": ("symgraph.kernels.proposal", "multi_proposal", "ProposalConfig"),
+}
 
 
 def _fixture_cases():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from symgraph import config
-from symgraph.lowering import node_template
+from symgraph.compiler.lowering import node_template
 from symgraph.ops.base import canonical_ops
 from tests.op_harness import bind, draw_inputs, run_forward
 

@@ -76,7 +76,7 @@ def test_triton_resize_kernel_matches_opencv(interp, dtype):
     import cv2
     import torch
 
-    from kernels.image import image_resize
+    from symgraph.kernels.image import image_resize
     rng = np.random.RandomState(interp)
     # Lanczos reads 64 taps per output: fewer cases keep the interpreter quick
     for h, w, c, oh, ow in _pairs(4 if interp == 4 else 12, interp + 10, interp != 4):

@@ -49,7 +49,7 @@ def test_reflected_expressions_on_negative_inputs(name):
 def test_cumsum_kernel_keeps_integer_dtype():
     import torch
 
-    from kernels.reduce import cumsum
+    from symgraph.kernels.reduce import cumsum
     with config.override(backend="triton"):
         x = torch.arange(12, dtype=torch.int32).reshape(3, 4) - 5
         got = cumsum(x, 1)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from kernels import optimizer as opt
-from kernels.optimizer import UpdateParams, adam_lr
+from symgraph.kernels import optimizer as opt
+from symgraph.kernels.optimizer import UpdateParams, adam_lr
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "optimizer" / "optimizer.npz"
 # case -> (wrapper, number of states, UpdateParams fields taken from the MXNet arguments)

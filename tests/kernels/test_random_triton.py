@@ -19,8 +19,8 @@ import pytest
 import scipy.stats as ss
 import torch
 
-from kernels.random import multinomial, sample, shuffle
 from symgraph import config
+from symgraph.kernels.random import multinomial, sample, shuffle
 from symgraph.ndarray import NDArray
 from symgraph.ops import random as random_ops
 from symgraph.ops.base import Case, canonical_ops, get_op

@@ -9,8 +9,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import rnn, runtime
-from kernels.rnn import MODES, rnn_layer_bwd, rnn_layer_bwd_ref, rnn_layer_fwd, rnn_layer_fwd_ref
+from symgraph.kernels import rnn, runtime
+from symgraph.kernels.rnn import (
+    MODES,
+    rnn_layer_bwd,
+    rnn_layer_bwd_ref,
+    rnn_layer_fwd,
+    rnn_layer_fwd_ref,
+)
 from tests import device
 
 SHAPES = ((3, 2, 5), (1, 3, 4), (4, 17, 19))  # (T, N, H); 17 x 19 spans two 16-wide tiles

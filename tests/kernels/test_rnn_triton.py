@@ -63,7 +63,7 @@ def test_triton_dropout_reproduces_and_matches_its_gradient():
     def loss(v):
         exe.arg_dict["in1"][:] = v
         return float((run_forward(exe, True, seed=4)[0] * head).sum())
-    # kernels.dropout rounds the masked values to float32: a wide step keeps that noise
+    # symgraph.kernels.dropout rounds the masked values to float32: a wide step keeps that noise
     # small; masks differing between forward and backward would be off by O(|numeric|)
     eps = 1e-2
     numeric = (loss(w + eps * direction) - loss(w - eps * direction)) / (2 * eps)

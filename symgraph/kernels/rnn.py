@@ -31,7 +31,7 @@ GEMM over H with fp32 accumulation), then applies the gate math in the epilogue 
 step fused). Backward, one launch per step: the tile's ``dh`` = ``dy[t]`` + the previous
 (later-in-time) step's ``d(hw) @ W_hh`` computed in the same program (GEMM over G*H), then the
 gate-gradient math; one more launch gives ``dh0``. ``dW_hh`` is one GEMM over all T*N rows
-(``kernels.gemm.matmul``) and ``db_hh`` one column reduction (``kernels.reduce``).
+(``symgraph.kernels.gemm.matmul``) and ``db_hh`` one column reduction (``symgraph.kernels.reduce``).
 
 Storage dtypes fp32/fp16/bf16 (and fp64): states and activations are stored in the input
 dtype between steps, arithmetic is fp32 (fp64 for fp64). The references do the same

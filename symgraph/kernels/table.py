@@ -57,7 +57,7 @@ def all_kernels() -> dict[str, KernelSpec]:
     """Every kernel entry of every family, by name."""
     out: dict[str, KernelSpec] = {}
     for family in FAMILIES:
-        module = importlib.import_module(f"kernels.{family}")
+        module = importlib.import_module(f"symgraph.kernels.{family}")
         for spec in module.KERNELS:
             assert spec.name not in out, f"kernel {spec.name} listed twice"
             out[spec.name] = spec

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import composite, config, cse, rewrite
+from .. import config
+from ..base import NAME_TO_TORCH, MXNetError, ShapeError
+from ..ops.base import known
+from ..symbol.graph import IndexedGraph
+from ..symbol.infer import DTYPE, SHAPE, _apply_rule, infer_shapes, infer_types
+from . import composite, cse, rewrite
 from .autodiff import Gradients, build_gradients
-from .base import NAME_TO_TORCH, MXNetError, ShapeError
-from .graph import IndexedGraph
-from .infer import DTYPE, SHAPE, _apply_rule, infer_shapes, infer_types
 from .lowering import (
     Unit,
     epilogue_pairs,
@@ -32,7 +34,6 @@ from .lowering import (
     single_unit,
     uses_triton,
 )
-from .ops.base import known
 
 # (fn, params, input slots, aux slots, output slots, slots to free, node)
 Step = tuple

@@ -15,7 +15,7 @@ changes; the plan runs the new heads.
 """
 from __future__ import annotations
 
-from .graph import Entry, Node, dfs_post_order
+from ..symbol.graph import Entry, Node, dfs_post_order
 
 
 def _mergeable(node: Node) -> bool:

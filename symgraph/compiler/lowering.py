@@ -3,7 +3,7 @@
 A node runs its op's Triton kernel when the backend asks for Triton on its device
 (``config.backend`` 'triton', or 'auto' on CUDA), else its torch reference. Elementwise
 ops carry a Triton expression (``OpDef.expr``); with Triton enabled, chains of them fuse
-into one generated kernel (``kernels.elementwise``): a node joins the chain of an input's
+into one generated kernel (``symgraph.kernels.elementwise``): a node joins the chain of an input's
 producer when the output shapes and dtypes agree and no value the chain makes is needed
 before the chain runs. Intermediate values of a chain never reach memory.
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import config
-from .attrs import Params
-from .base import NAME_TO_TORCH, DeferredError
-from .graph import IndexedGraph, Node
+from .. import config
+from ..attrs import Params
+from ..base import NAME_TO_TORCH, DeferredError
+from ..symbol.graph import IndexedGraph, Node
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -148,7 +148,7 @@ def group(layout, order: list[int], shapes, dtypes, users, position) -> list[lis
 
 def fused_unit(layout, members: list[int], shapes, dtypes, users, keep: set[int]) -> Unit:
     """One generated kernel evaluating a chain; outputs are the values needed outside it."""
-    from kernels.elementwise import Program, source_for
+    from ..kernels.elementwise import Program, source_for
     graph = layout.graph
     member_set = set(members)
     names: dict[int, str] = {}
@@ -180,7 +180,7 @@ def fused_unit(layout, members: list[int], shapes, dtypes, users, keep: set[int]
 
 
 def _launcher(prog, shape: tuple, dtype: torch.dtype, fallback: Callable) -> Callable:
-    from kernels.elementwise import run
+    from ..kernels.elementwise import run
 
     def launch(p, ins, aux, rt):
         return run(prog, ins, shape, dtype)

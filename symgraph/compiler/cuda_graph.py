@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import config
+from .. import config
 
 WARMUP_CALLS = 2
 

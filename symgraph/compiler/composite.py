@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import torch
 
-from .attrs import to_attr_string
-from .base import GraphError
-from .graph import Entry, IndexedGraph, Node, dfs_post_order, op_params
-from .infer import infer_shapes, infer_types
-from .ops.base import OpDef, Runtime, get_op
+from ..attrs import to_attr_string
+from ..base import GraphError
+from ..ops.base import OpDef, Runtime, get_op
+from ..symbol.graph import Entry, IndexedGraph, Node, dfs_post_order, op_params
+from ..symbol.infer import infer_shapes, infer_types
 
 
 class _GraphBuilder:

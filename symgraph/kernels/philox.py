@@ -8,7 +8,7 @@ Philox with its launch seed and counts with the element index (and a round or st
 number), so a seed reproduces every draw on any grid.
 
 These are device functions (:func:`device`): ``@triton.jit`` helpers that compiled kernels
-inline and that interpreted kernels (CPU tensors, :mod:`kernels.runtime`) call through
+inline and that interpreted kernels (CPU tensors, :mod:`symgraph.kernels.runtime`) call through
 Triton's interpreter, which a plain ``@triton.jit`` helper does not allow without
 ``TRITON_INTERPRET=1`` set before import.
 

@@ -12,9 +12,9 @@ turns the pass off.
 """
 from __future__ import annotations
 
-from .graph import Entry, IndexedGraph, Node, dfs_post_order
-from .infer import infer_shapes, infer_types
-from .ops.base import REWRITES, get_op
+from ..ops.base import REWRITES, get_op
+from ..symbol.graph import Entry, IndexedGraph, Node, dfs_post_order
+from ..symbol.infer import infer_shapes, infer_types
 
 
 class Context:

@@ -1,7 +1,7 @@
 """Random sampling from counter-based Philox streams, and the sampling ops' parallel parts.
 
 Every draw is a function of (seed, element index, round, stream): element ``k`` of a launch
-reads ``philox((k_lo, k_hi, round, stream), seed)`` (:mod:`kernels.philox`), a pair of
+reads ``philox((k_lo, k_hi, round, stream), seed)`` (:mod:`symgraph.kernels.philox`), a pair of
 uniforms in [0, 1) (31-bit words for float32 and half outputs, 53-bit doubles for float64).
 A seed therefore reproduces a sample on any grid, and the torch references below draw the
 very same numbers from the torch Philox of ``kernels/philox.py``, so the table tests compare
@@ -22,7 +22,7 @@ stop when every element of a block has accepted (or after ``ROUNDS``: probabilit
 
 Also here: the multinomial inverse-CDF search (row prefix sums, then a binary search per
 draw) and the scatter-add of its gradient, and shuffle's permutation (Philox keys sorted by
-torch, rows gathered by ``kernels.index.take``). The densities of ``_random_pdf_*`` live in
+torch, rows gathered by ``symgraph.kernels.index.take``). The densities of ``_random_pdf_*`` live in
 ``random_pdf.py``, with the lgamma used here.
 
 Bytes moved: a sampler writes its output and reads one parameter per element; a density

@@ -12,9 +12,9 @@ from functools import cached_property
 
 import networkx as nx
 
-from .attrs import Params, parse_params
-from .base import GraphError, MXNetError
-from .ops.base import OpDef
+from ..attrs import Params, parse_params
+from ..base import GraphError, MXNetError
+from ..ops.base import OpDef
 
 Entry = tuple["Node", int]
 

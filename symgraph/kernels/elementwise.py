@@ -99,7 +99,8 @@ def _source(prog: Program, name: str, rank: int, contiguous: tuple[bool, ...],
     strides = [f"s{k}_{d}" for k in range(prog.n_inputs) if not contiguous[k]
                for d in range(rank)]
     params = ", ".join(ins + outs + ["n"] + dims + strides + ["BLOCK: tl.constexpr"])
-    lines = ["import triton.language as tl", "", "from kernels.runtime import kernel", "", "",
+    lines = ["import triton.language as tl", "",
+             "from symgraph.kernels.runtime import kernel", "", "",
              "@kernel", f"def {name}({params}):",
              "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
              "    mask = offs < n"]
@@ -150,7 +151,7 @@ def _load(name: str, source: str):
         path = os.path.join(_cache_dir(), f"{name}.py")
         if _cached_source(path) != source:  # missing, truncated or altered: write it anew
             _write_source(path, source)
-        spec = importlib.util.spec_from_file_location(f"kernels._generated.{name}", path)
+        spec = importlib.util.spec_from_file_location(f"symgraph.kernels._generated.{name}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         _compiled[name] = getattr(module, name)

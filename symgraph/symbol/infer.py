@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .base import DTypeError, MXNetError, ShapeError
+from ..base import DTypeError, MXNetError, ShapeError
+from ..ops.base import known, merge_shape
 from .graph import IndexedGraph, Node
-from .ops.base import known, merge_shape
 
 
 @dataclass(frozen=True)

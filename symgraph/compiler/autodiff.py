@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .attrs import to_attr_string
-from .base import GraphError
-from .graph import Entry, IndexedGraph, Node
-from .ops.base import get_op
+from ..attrs import to_attr_string
+from ..base import GraphError
+from ..ops.base import get_op
+from ..symbol.graph import Entry, IndexedGraph, Node
 
 
 class _Builder:

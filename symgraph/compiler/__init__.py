@@ -1,0 +1,1 @@
+"""The bind-time compiler."""
