@@ -29,13 +29,13 @@ from .base import (  # noqa: F401 - the C-API helpers are names MXNet's module e
     unsupported,
 )
 from .compiler import cuda_graph
-from .compiler.plan import Plan, bind_outputs, build_plan, gc_paused, sweep_infer
+from .compiler.plan import Plan, bind_outputs, build_plan, gc_paused
 from .context import Context, current_context
 from .monitored_run import MonitoredRun
 from .ndarray.ndarray import NDArray
 from .ops.base import Runtime, known
 from .symbol.graph import IndexedGraph
-from .symbol.infer import DTYPE, SHAPE
+from .symbol.infer import DTYPE, SHAPE, infer
 from .symbol.symbol import Symbol, _as_dtype, _as_shape, check_unique_names
 
 _GRAD_REQS = ("null", "write", "add")
@@ -397,12 +397,15 @@ class Executor:
         elimination (fusion happens later, at the level of launches)."""
         return Symbol(self._plan.graph.heads[:len(self._plan.head_slots)])
 
-    def debug_str(self, show_source: bool = False) -> str:
+    def debug_str(self, show_source: bool = False, show_passes: bool = False) -> str:
         """The plan: each launch with its implementation, then planned vs naive memory.
 
-        ``show_source`` also prints each generated (fused) kernel's expression and source.
+        ``show_source`` also prints each generated (fused) kernel's expression and source;
+        ``show_passes`` first prints what every compiler pass made of this bind
+        (``compiler.plan.PASSES``, run again on the same inputs).
         """
-        return _debug_str(self, show_source)
+        text = _debug_str(self, show_source)
+        return _pass_trace(self) + "\n" + text if show_passes else text
 
 
 # ---------------------------------------------------------------- binding
@@ -424,16 +427,16 @@ def _resolve(ig: IndexedGraph, shapes: dict, types: dict):
     """Shapes and dtypes of all arguments and aux states, or a BindError naming what is missing;
     also every entry's inferred shape and dtype (``build_plan`` starts from them)."""
     by_name = {ig.nodes[i].name: i for i in ig.variable_ids}
-    shape_values = sweep_infer(SHAPE, ig, {by_name[n]: s for n, s in shapes.items()})
+    shape_values = infer(SHAPE, ig, {by_name[n]: s for n, s in shapes.items()})
     typed = dict(types)
-    type_values = sweep_infer(DTYPE, ig, {by_name[n]: t for n, t in typed.items()})
+    type_values = infer(DTYPE, ig, {by_name[n]: t for n, t in typed.items()})
     var_ids = ig.argument_ids + ig.aux_state_ids
     names = [ig.nodes[i].name for i in var_ids]
     if any(type_values[ig.row_ptr[i]] is None for i in var_ids):
         # MXNet's default dtype for undetermined inputs
         typed.update({n: "float32" for n, i in zip(names, var_ids)
                       if type_values[ig.row_ptr[i]] is None})
-        type_values = sweep_infer(DTYPE, ig, {by_name[n]: t for n, t in typed.items()})
+        type_values = infer(DTYPE, ig, {by_name[n]: t for n, t in typed.items()})
     var_shapes = [shape_values[ig.row_ptr[i]] for i in var_ids]
     missing = [f"{n}: {s}" for n, s in zip(names, var_shapes) if not known(s)]
     if missing:
@@ -685,6 +688,21 @@ def _format_steps(title: str, steps, plan: Plan, show_source: bool) -> list[str]
             lines.append(f"    expression: {node.expression}")
             lines += ["    | " + line for line in node.source.rstrip().splitlines()]
     return lines
+
+
+def _pass_trace(exe: Executor) -> str:
+    """Each compiler pass's result for this executor's bind, in pipeline order."""
+    arrays = {**exe._arg_dict, **exe._aux_dict}
+    lines: list[str] = []
+
+    def trace(name: str, stage) -> None:
+        text = str(stage)
+        lines.append(f"pass {name}:" + ("\n" + text if "\n" in text else " " + text))
+    build_plan(exe._symbol._outputs, {n: a.shape for n, a in arrays.items()},
+               {n: dtype_name(a.dtype) for n, a in arrays.items()},
+               [n for n, g in exe._grad_dict.items() if g is not None], exe._ctx.torch_device,
+               trace=trace)
+    return "\n".join(lines)
 
 
 def _debug_str(exe: Executor, show_source: bool = False) -> str:

@@ -273,55 +273,6 @@ def test_mxnet_checks():
         mod.switch_bucket(3, [("data", (BATCH, 3))])
 
 
-def _both(sym, shapes: dict, types: dict) -> None:
-    from symgraph.compiler.plan import sweep_infer
-    from symgraph.symbol.graph import IndexedGraph
-    from symgraph.symbol.infer import DTYPE, SHAPE, infer_shapes, infer_types
-    ig = IndexedGraph(sym._outputs)
-    by_name = {ig.nodes[i].name: i for i in ig.variable_ids}
-    shapes = {by_name[n]: s for n, s in shapes.items()}
-    types = {by_name[n]: t for n, t in types.items()}
-    assert sweep_infer(SHAPE, ig, shapes) == infer_shapes(ig, shapes)
-    assert sweep_infer(DTYPE, ig, types) == infer_types(ig, types)
-
-
-def test_one_pass_inference_equals_the_fixed_point():
-    """Bind speed: ``plan.sweep_infer`` (one pass, settling around entries that a later rule
-    refines after an earlier node saw them incomplete) gives ``infer``'s values."""
-    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
-    _both(sym_gen(5)[0], {"data": (4, 5)}, {"data": "float32"})  # weights from their users
-    # y's shape and dtype are known only from the add after the relu that reads it
-    _both(mx.sym.elemwise_add(mx.sym.Activation(y, act_type="relu"), x), {"x": (2, 3)},
-          {"x": "float16"})
-    _both(mx.sym.Group([mx.sym.FullyConnected(y, num_hidden=3), mx.sym.elemwise_add(y, x)]),
-          {"x": (2, 3)}, {"x": "float32"})
-    _both(mx.sym.broadcast_add(x, y), {"x": (2, 3), "y": (1, 3)},
-          {"x": "float32", "y": "float32"})
-    with pytest.raises(mx.base.ShapeError, match="Shape inconsistent"):
-        _both(mx.sym.elemwise_add(x, y), {"x": (2, 3), "y": (3, 2)}, {})
-
-
-def test_sweep_settles_refinements_like_the_fixed_point(monkeypatch):
-    """An LSTMCell's begin state (zeros of shape (0, hidden)) learns its batch size from the
-    add after the h2h FullyConnected that reads it: ``_settle`` re-runs the rules around
-    the refined entries, and the values equal the fixed-point loop's."""
-    from symgraph.compiler import plan
-    calls = []
-    settle = plan._settle
-    monkeypatch.setattr(plan, "_settle", lambda *a: calls.append(1) or settle(*a))
-    cell = mx.rnn.SequentialRNNCell()
-    for i in range(2):
-        cell.add(mx.rnn.LSTMCell(num_hidden=6, prefix=f"l{i}_"))
-    out, _ = cell.unroll(4, mx.sym.Variable("data"), layout="NTC", merge_outputs=True)
-    _both(out, {"data": (3, 4, 5)}, {"data": "float32"})
-    assert calls, "the sweep never needed to settle: the case does not test _settle"
-    # a refinement travelling back through several nodes before reaching a variable
-    y = mx.sym.Variable("y")
-    chain = mx.sym.Activation(mx.sym.Activation(mx.sym.zeros(shape=(0, 3)), act_type="relu"),
-                              act_type="tanh")
-    _both(mx.sym.elemwise_add(chain, y), {"y": (2, 3)}, {"y": "float32"})
-
-
 def test_matches_mxnet_golden_run(tmp_path):
     """``tests/fixtures/bucketing/generate.py``'s script, recorded under MXNet 1.9.1, run
     here with ``import symgraph as mx``: outputs per step, trained parameters, score,

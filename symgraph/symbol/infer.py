@@ -1,12 +1,14 @@
-"""Shape and dtype inference over an :class:`IndexedGraph`.
+"""Shape and dtype inference over an :class:`IndexedGraph`: the one engine behind
+``Symbol.infer_shape``/``infer_type``, ``simple_bind``, the compiler's plan and bucketing.
 
-Both passes share one fixed-point loop: every operator's rule sees what is known of
-its inputs (and aux states), may complete them (weight shapes from data shapes), and
-gives its outputs. Conflicts raise ``ShapeError``/``DTypeError`` naming the node, the
-op, the input and both shapes, the way MXNet words them.
+Both kinds share :func:`infer`: every operator's rule sees what is known of its inputs (and
+aux states), may complete them (weight shapes from data shapes), and gives its outputs,
+until no rule changes anything. Conflicts raise ``ShapeError``/``DTypeError`` naming the
+node, the op, the input and both shapes, the way MXNet words them.
 """
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -96,28 +98,122 @@ def _merge(kind: _Kind, node: Node, old, new, what: str):
         raise kind.error(f"Error in {node.where}: {err}") from None
 
 
-def _run(kind: _Kind, ig: IndexedGraph, initial: dict[int, object]) -> list:
-    values = [kind.unknown] * ig.num_entries
+def infer(kind: _Kind, graph: IndexedGraph, initial: dict[int, object],
+          settled: dict[int, list] | None = None) -> list:
+    """Every entry's value (``kind`` SHAPE or DTYPE) from the ``initial`` variable values:
+    the fixed point of all rules, reached mostly in one pass.
+
+    In topological order one pass suffices unless a rule refines an entry that an earlier
+    node saw incomplete (only those can change what an earlier rule gives), so the pass
+    watches such entries and, when one changes, ``_settle`` re-runs the rules around it
+    (an MXNet RNN cell's begin state takes its batch size that way). A node meeting fully
+    known inputs calls its rule directly (the common case at bind: every variable known);
+    the others, conflicts included, go through ``_apply_rule`` and its messages.
+    ``settled``: node id -> output values already inferred for these inputs (not rerun).
+    """
+    values = [kind.unknown] * graph.num_entries
+    row = graph.row_ptr
     for nid, value in initial.items():
-        values[ig.row_ptr[nid]] = value
-    op_ids = [i for i, n in enumerate(ig.nodes) if n.op is not None]
-    for _ in range(len(op_ids) + 1):
-        changed = False
-        for nid in op_ids:
-            changed |= _apply_rule(kind, ig, nid, values)
-        if not changed:
-            break
+        values[row[nid]] = value
+    settled = settled or {}
+    for nid, outs in settled.items():
+        values[row[nid]:row[nid + 1]] = outs
+    is_known, unknown = kind.is_known, kind.unknown
+    memo = _MEMO.setdefault(kind.label, {})
+    if len(memo) > _MAX_MEMO:
+        memo.clear()
+    watched: set[int] = set()
+    dirty: set[int] = set()
+    for nid, node in enumerate(graph.nodes):
+        if node.op is None or nid in settled:
+            continue
+        ins = graph.input_entries(nid)
+        base, n_out = row[nid], row[nid + 1] - row[nid]
+        current = tuple([values[e] for e in ins])
+        params = node.params
+        key = (id(params), current)
+        hit = memo.get(key)
+        if hit is None or hit[0] is not params:
+            hit = _direct(kind, node, current, n_out)
+            if hit is not None:
+                memo[key] = hit = (params, hit)
+        if hit is not None and all(values[base + k] == unknown for k in range(n_out)):
+            values[base:base + n_out] = hit[1]
+            continue
+        touched = list(ins) + list(range(base, base + n_out))
+        before = [values[e] for e in touched]
+        _apply_rule(kind, graph, nid, values)
+        dirty.update(e for e, b in zip(touched, before) if e in watched and values[e] != b)
+        watched.update(e for e in touched if not is_known(values[e]))
+    if dirty:
+        _settle(kind, graph, values, dirty)
     return values
+
+
+def _settle(kind, graph: IndexedGraph, values: list, dirty: set[int]) -> None:
+    """Finish a sweep whose later rules refined entries that earlier nodes saw incomplete.
+
+    A worklist over the nodes next to (producing or reading) a refined entry, lowest node
+    id first as the loop's passes go, re-running rules until nothing changes. Rules only
+    ever refine values (a conflict raises), so this reaches the loop's fixed point while
+    re-running only the rules whose inputs or outputs moved.
+    """
+    row = graph.row_ptr
+    adjacent: dict[int, list[int]] = {}
+    for nid, node in enumerate(graph.nodes):
+        if node.op is not None:
+            for e in graph.input_entries(nid) + tuple(range(row[nid], row[nid + 1])):
+                adjacent.setdefault(e, []).append(nid)
+    heap = sorted({n for e in dirty for n in adjacent.get(e, ())})
+    queued = set(heap)
+    while heap:
+        nid = heapq.heappop(heap)
+        queued.discard(nid)
+        touched = graph.input_entries(nid) + tuple(range(row[nid], row[nid + 1]))
+        before = [values[e] for e in touched]
+        _apply_rule(kind, graph, nid, values)
+        for e, b in zip(touched, before):
+            if values[e] != b:
+                for n in adjacent[e]:
+                    if n != nid and n not in queued:
+                        heapq.heappush(heap, n)
+                        queued.add(n)
+
+
+# (kind name) -> {(id(params), input values): (params, output values)}: the rule's result
+# for fully known inputs; the steps of an unrolled network and their gradient nodes meet
+# the same (params, inputs) many times
+_MEMO: dict[str, dict] = {}
+_MAX_MEMO = 1 << 16
+
+
+def _direct(kind, node, current: tuple, n_out: int) -> tuple | None:
+    """``node``'s rule run on fully known inputs: its ``n_out`` (fully known) outputs, or
+    None when that does not apply (the general path then runs the rule with messages)."""
+    if not all(kind.is_known(v) for v in current):
+        return None
+    try:
+        result = kind.rule(node)(node.params, list(current))
+    except MXNetError:
+        return None  # the general path raises it with its message
+    if result is None or tuple(result[0]) != current:
+        return None
+    outs = tuple(tuple(o) for o in result[1]) if kind is SHAPE else tuple(result[1])
+    if kind is DTYPE and len(outs) == 1 and n_out > 1:
+        outs = outs * n_out  # one dtype stands for every output
+    if len(outs) != n_out or not all(kind.is_known(o) for o in outs):
+        return None
+    return outs
 
 
 def infer_shapes(ig: IndexedGraph, initial: dict[int, tuple]) -> list[tuple]:
     """Shapes of every entry given known variable shapes ``{node id: shape}``; ``()`` = unknown."""
-    return _run(SHAPE, ig, initial)
+    return infer(SHAPE, ig, initial)
 
 
 def infer_types(ig: IndexedGraph, initial: dict[int, str]) -> list:
     """Dtype names of every entry given known variable dtypes; ``None`` = unknown."""
-    return _run(DTYPE, ig, initial)
+    return infer(DTYPE, ig, initial)
 
 
 def variable_values(ig: IndexedGraph, values: list, ids: list[int]) -> list:
