@@ -11,8 +11,7 @@ small unrolled LSTM above at 10/20/30 steps, and MXNet's lstm_bucketing example
 configuration (``bench_lstm``: embed 200, hidden 200, 2 layers, batch 32) at buckets
 10-60 as ``fused`` (FusedRNNCell: a new bucket changes shapes only) and ``unrolled``
 (SequentialRNNCell of LSTMCells: a new bucket is a new, larger graph). The issue's target
-is <= 20 ms. Peers in the same run: symgraph with the fixed-point inference it used before
-(``--no-baseline`` skips it) and MXNet 1.9.1's ``switch_bucket`` when ``--mxnet-python``
+is <= 20 ms. Peer in the same run: MXNet 1.9.1's ``switch_bucket`` when ``--mxnet-python``
 is given.
 
 Memory: the bucket arena's peak planned bytes over the largest bucket's plan (target
@@ -25,7 +24,6 @@ one buffer set per bucket would take), and the intermediates really held afterwa
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import logging
@@ -128,25 +126,6 @@ def _model(mx, model: str, timings: list):
     return sym_gen, shapes_of
 
 
-@contextlib.contextmanager
-def fixed_point_inference():
-    """symgraph's bind with the fixed-point inference loop (every rule, every pass) in place
-    of the one-pass inference: the path before the bind-speed change, less its other parts
-    (one forward inference, one graph walk for the name lists)."""
-    from symgraph import executor
-    from symgraph.compiler import plan
-    from symgraph.symbol.infer import SHAPE, infer_shapes, infer_types
-
-    def loop(kind, graph, initial, settled=None):
-        return (infer_shapes if kind is SHAPE else infer_types)(graph, initial)
-    saved = (plan.sweep_infer, executor.sweep_infer)
-    plan.sweep_infer = executor.sweep_infer = loop
-    try:
-        yield
-    finally:
-        plan.sweep_infer, executor.sweep_infer = saved
-
-
 def memory(mx, lengths, largest_first: bool) -> dict:
     """Arena accounting after a training step on every bucket in the given order."""
     import numpy as np
@@ -188,24 +167,17 @@ def mxnet_bind_ms(python: str | None, lengths, reps: int, model: str) -> dict | 
 def bind_rows(mx, model: str, lengths, args) -> list:
     """Bind times of one model with its peers, printed and as result rows."""
     ours = bind_ms(mx, lengths, args.reps, model)
-    before = None
-    if not args.no_baseline and model == "small":
-        with fixed_point_inference():
-            before = bind_ms(mx, lengths, args.reps, model)
     theirs = mxnet_bind_ms(args.mxnet_python, lengths, args.reps, model)
     rows = []
     for length in lengths:
         row = {"model": model, "length": length, "bind_ms": round(ours[length][0], 2),
                "bind_ms_mean": round(ours[length][2], 2),
                "sym_gen_ms": round(ours[length][1], 2),
-               "bind_ms_fixed_point_inference": None if before is None else
-               round(before[length][0], 2),
                "mxnet_bind_ms": None if theirs is None else round(theirs[length][0], 2),
                "target": "<= 20 ms"}
         rows.append(row)
         print(f"{model:8s} bucket {length:3d}: bind {row['bind_ms']:7.2f} ms (mean "
-              f"{row['bind_ms_mean']:7.2f}; sym_gen {row['sym_gen_ms']:6.2f} ms; fixed-point "
-              f"inference {row['bind_ms_fixed_point_inference']} ms; mxnet "
+              f"{row['bind_ms_mean']:7.2f}; sym_gen {row['sym_gen_ms']:6.2f} ms; mxnet "
               f"{row['mxnet_bind_ms']} ms)")
     return rows
 
@@ -218,7 +190,6 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--json", default=None)
     parser.add_argument("--mxnet-python", default=None)
-    parser.add_argument("--no-baseline", action="store_true")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     import torch
