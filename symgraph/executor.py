@@ -161,7 +161,7 @@ class Executor:
         """(slot, grad tensor, add?) for gradients copied after backward.
 
         A 'write' gradient whose producing step can write into a given tensor
-        (``OpDef.forward_into``) is computed straight into its grad array instead.
+        (its op's ``prepare`` accepts ``out``) is computed straight into its grad array instead.
         """
         writers = []
         direct = {}

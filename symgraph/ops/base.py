@@ -122,9 +122,6 @@ class OpDef:
     gradient: GradFn | None = None
     aliases: tuple[str, ...] = ()
     kernel: ForwardFn | None = None  # Triton implementation (kernels issue); None = reference
-    # (p, ins, aux, rt, out) writing the single output into a preallocated tensor; lets the
-    # plan compute a gradient straight into its grad array instead of copying it there
-    forward_into: Callable | None = None
     cases: tuple[Case, ...] = ()
     doc: str = ""
     loss: bool = False  # gradient ignores the head gradient (SoftmaxOutput, MakeLoss, ...)
