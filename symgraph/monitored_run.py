@@ -97,6 +97,8 @@ class MonitoredRun:
         for k, value in enumerate(values):
             if value is None:  # an output nobody reads may not have been computed
                 continue
+            if node.op is not None and node.op.private_output(node.params, k):
+                continue  # plan plumbing MXNet's executor has no name for
             if expansion is None:
                 self._call(node.output_name(k), value)
                 continue

@@ -202,28 +202,33 @@ def test_dropout_backward_uses_the_forward_masks():
     assert abs(numeric - float((grad * direction).sum())) < 1e-3 * max(1.0, abs(numeric))
 
 
-def test_backward_reuses_the_training_forward_graph_and_recomputes_otherwise():
-    """The backward differentiates the graph its training forward kept (no second forward);
-    without it (or after an in-place change of an input) it recomputes: same gradients."""
+def test_backward_reuses_the_training_forward_graph_and_recomputes_otherwise(monkeypatch):
+    """The backward differentiates the graph its training forward kept in the hidden
+    ``reserve`` output (no second forward); without it (or after an in-place change of an
+    input) it recomputes: same gradients."""
     from symgraph.ops import rnn as rnn_op
     data = mx.sym.Variable("data")
     out = mx.sym.RNN(data, mx.sym.Variable("w"), mx.sym.Variable("h"), mx.sym.Variable("c"),
                      state_size=5, num_layers=2, mode="lstm", name="rnn")
+    assert out.list_outputs() == ["rnn_output"]  # the reserve is hidden
     exe = mx.sym.MakeLoss(mx.sym.sum(out)).simple_bind(mx.cpu(), data=(4, 3, 6), h=(2, 3, 5),
                                                       c=(2, 3, 5))
     rng = np.random.RandomState(0)
     for arr in exe.arg_dict.values():
         arr[:] = rng.uniform(-0.5, 0.5, arr.shape)
+    runs = []
+    real_run, real_reserved = rnn_op.run, rnn_op._reserved
+    monkeypatch.setattr(rnn_op, "run", lambda *a: runs.append(1) or real_run(*a))
     grads = []
-    rnn_op._SAVED.clear()  # what earlier tests' training forwards left
     for keep in (True, False):
+        monkeypatch.setattr(rnn_op, "_reserved",
+                            real_reserved if keep else lambda *a: None)
+        runs.clear()
         exe.forward(is_train=True)
-        assert len(rnn_op._SAVED) == 1
-        if not keep:
-            rnn_op._SAVED.clear()
         exe.backward()
-        assert not rnn_op._SAVED
+        assert len(runs) == (1 if keep else 2), "kept graph used / recomputed without it"
         grads.append({k: v.asnumpy().copy() for k, v in exe.grad_dict.items()})
+    monkeypatch.setattr(rnn_op, "_reserved", real_reserved)
     for name in grads[0]:
         np.testing.assert_allclose(grads[0][name], grads[1][name], rtol=1e-6, atol=1e-7)
     exe.forward(is_train=True)

@@ -116,6 +116,8 @@ class OpDef:
     params: tuple[Param, ...] = ()
     inputs: Any = ("data",)  # list of names, or p -> names (variadic ops)
     aux: Any = ()
+    # output names; a name starting with "_" is the plan's own plumbing with no MXNet
+    # counterpart (RNN's dropout seed and reserve): hidden, never shown to monitors
     outputs: Any = ("output",)
     num_visible: Callable[[Params], int] | None = None
     infer_type: TypeFn = None  # type: ignore[assignment] # None: derived, or same_type
@@ -203,6 +205,10 @@ class OpDef:
 
     def output_names(self, p: Params) -> list[str]:
         return _names(self.outputs, p)
+
+    def private_output(self, p: Params, index: int) -> bool:
+        """Whether output ``index`` is plan plumbing MXNet does not have (name ``_...``)."""
+        return self.output_names(p)[index].startswith("_")
 
     def mutated_inputs(self, p: Params) -> tuple[int, ...]:
         """Indices of the inputs a node with these params writes in place."""

@@ -155,7 +155,7 @@ def _num_visible(p) -> int:
 
 def _outputs(p) -> list[str]:
     names = ["output", "state_output", "statecell_output"][:_num_visible(p)]
-    return names + ["dropout_seed"] if _drops(p) else names
+    return names + (["_dropout_seed"] if _drops(p) else []) + ["_reserve"]
 
 
 def _check(p) -> None:
@@ -186,7 +186,7 @@ def _shape(p, shapes):
         ins[-1] = (batch,)
     outs = [(steps, batch, _dirs(p) * layer), (total, batch, layer),
             (total, batch, p.state_size)][:_num_visible(p)]
-    return ins, outs + [(1,)] if _drops(p) else outs
+    return ins, outs + ([(1,)] if _drops(p) else []) + [(1,)]  # seed, reserve
 
 
 def _type(p, types):
@@ -202,7 +202,7 @@ def _type(p, types):
             raise DTypeError(f"This layer requires uniform type. Expected '{dtype}' v.s. "
                              f"given '{t}' at '{names[i]}'")
     outs = [dtype] * _num_visible(p)
-    return out, outs + ["int64"] if _drops(p) else outs
+    return out, outs + (["int64"] if _drops(p) else []) + ["uint8"]  # seed, reserve
 
 
 # ---------------------------------------------------------------- torch reference
@@ -254,70 +254,62 @@ def run(p, x: torch.Tensor, w: torch.Tensor, hx: torch.Tensor, cx, seed: int = -
     return y, torch.cat(hys), torch.cat(cys) if cys else None
 
 
-def _results(p, y, hy, cy, seed: int, like: torch.Tensor) -> tuple:
+def _results(p, y, hy, cy, seed: int, like: torch.Tensor, reserve: torch.Tensor) -> tuple:
     outs = [y, hy, cy][:_num_visible(p)]
     if _drops(p):
         outs.append(torch.full((1,), seed, dtype=torch.int64, device=like.device))
-    return tuple(outs)
+    return (*outs, reserve)
 
 
-# A training forward keeps what its backward needs here (torch's counterpart of cuDNN's
-# reserve space): the autograd graph of the torch path, or the Triton path's per-layer
-# record (gate activations and inputs of every step). Keyed by the ids of its data and
-# parameter tensors, so the backward step differentiates it instead of running the forward
-# again. An entry is used once, only if it was made by the same path for the very input
-# objects the backward receives, unchanged in place (version counters) and with the same
-# dropout seed; otherwise the backward recomputes.
-_SAVED: dict[tuple[int, int], tuple] = {}
-_MAX_SAVED = 64
+# A training forward hands its backward what it needs through the hidden ``reserve`` output
+# (the counterpart of cuDNN's reserve space; the plan sees it as a value that lives from the
+# forward step to the backward step): a one-byte tensor carrying the autograd graph of the
+# torch path, or the Triton path's per-layer record (gate activations and inputs of every
+# step). The backward differentiates it instead of running the forward again. It is used only
+# if it was made by the same path for the very input objects the backward receives, unchanged
+# in place (version counters) and with the same dropout seed; otherwise (an inference
+# forward, an input changed since) the backward recomputes.
+
+def _reserve(ins, n_state: int, seed: int, kind: str, payload) -> torch.Tensor:
+    """The ``reserve`` output holding ``payload`` for exactly these inputs."""
+    handle = torch.zeros(1, dtype=torch.uint8, device=ins[0].device)
+    if payload is not None:
+        handle.rnn_saved = (tuple(ins[:n_state]), tuple(t._version for t in ins[:n_state]),
+                            seed, kind, payload)
+    return handle
 
 
-def _reserve(ins, n_state: int, seed: int, kind: str, payload) -> None:
-    import weakref
-    key = (id(ins[0]), id(ins[1]))
-    refs = [weakref.ref(t) for t in ins[:n_state]]
-    _SAVED.pop(key, None)
-    for stale in [k for k, v in _SAVED.items() if v[0][0]() is None]:  # inputs gone
-        del _SAVED[stale]
-    while len(_SAVED) >= _MAX_SAVED:  # forwards never followed by a backward
-        _SAVED.pop(next(iter(_SAVED)))
-    _SAVED[key] = (refs, tuple(t._version for t in ins[:n_state]), seed, kind, payload)
-
-
-def _reserved(rest, n_state: int, seed: int, kind: str):
-    """What the forward of ``kind`` kept for exactly these inputs (removed), or None."""
-    entry = _SAVED.pop((id(rest[0]), id(rest[1])), None)
+def _reserved(reserve: torch.Tensor, rest, n_state: int, seed: int, kind: str):
+    """What the forward of ``kind`` kept in ``reserve`` for exactly these inputs, or None."""
+    entry = getattr(reserve, "rnn_saved", None)
     if entry is None:
         return None
-    refs, versions, saved_seed, saved_kind, payload = entry
-    same = all(r() is t for r, t in zip(refs, rest[:n_state])) and saved_seed == seed and \
+    inputs, versions, saved_seed, saved_kind, payload = entry
+    same = all(a is b for a, b in zip(inputs, rest[:n_state])) and saved_seed == seed and \
         saved_kind == kind and versions == tuple(t._version for t in rest[:n_state])
     return payload if same else None
 
 
 def _save_graph(p, ins, seed: int):
-    """Run the reference with grad on detached leaves; remember the graph; plain outputs."""
+    """Run the reference with grad on detached leaves: plain outputs and the reserve
+    holding the graph."""
     n_state = 4 if p.mode == "lstm" else 3
     leaves = [t.detach().requires_grad_(t.is_floating_point()) for t in ins[:n_state]]
     with torch.enable_grad():
         outs = run(p, leaves[0], leaves[1], leaves[2], leaves[3] if n_state > 3 else None, seed)
-    _reserve(ins, n_state, seed, "autograd", (leaves, outs))
-    return tuple(None if o is None else o.detach() for o in outs)
-
-
-def _saved_graph(p, rest, n_state: int, seed: int):
-    """The forward's graph for exactly these inputs (removed from the table), or None."""
-    return _reserved(rest, n_state, seed, "autograd")
+    reserve = _reserve(ins, n_state, seed, "autograd", (leaves, outs))
+    return tuple(None if o is None else o.detach() for o in outs), reserve
 
 
 def _forward(p, ins, aux, rt):
     _check_supported(p, rt.is_train)
     seed = _draw_seed(p, rt)
     if rt.is_train and not p.projection_size:
-        y, hy, cy = _save_graph(p, ins, seed)
+        (y, hy, cy), reserve = _save_graph(p, ins, seed)
     else:
         y, hy, cy = run(p, ins[0], ins[1], ins[2], ins[3] if p.mode == "lstm" else None, seed)
-    return _results(p, y, hy, cy, seed, ins[0])
+        reserve = _reserve(ins, 0, seed, "autograd", None)
+    return _results(p, y, hy, cy, seed, ins[0], reserve)
 
 
 # ---------------------------------------------------------------- backward
@@ -325,7 +317,7 @@ def _forward(p, ins, aux, rt):
 def _backward_inputs(p) -> list[str]:
     ograds = ["ograd_" + n for n in _outputs(p)[:_num_visible(p)]]
     state = ["data", "parameters", "state"] + (["state_cell"] if p.mode == "lstm" else [])
-    return ograds + state + (["dropout_seed"] if _drops(p) else [])
+    return ograds + state + (["dropout_seed"] if _drops(p) else []) + ["reserve"]
 
 
 def _backward_outputs(p) -> list[str]:
@@ -356,7 +348,7 @@ def _backward_forward(p, ins, aux, rt):
     n_state = len(_backward_outputs(p))
     seed = int(rest[n_state]) if _drops(p) else -1
     needed = p.get("_needed") or (True,) * n_state
-    saved = _saved_graph(p, rest, n_state, seed)
+    saved = _reserved(ins[-1], rest, n_state, seed, "autograd")
     if saved is not None:
         leaves, outs = saved
         want = [bool(w) and t.requires_grad for t, w in zip(leaves, needed)]
@@ -381,7 +373,7 @@ def _gradient(g, p, ins, outs, og):
     nv = _num_visible(p)
     n_state = 4 if p.mode == "lstm" else 3
     seed = [outs[nv]] if _drops(p) else []
-    grads = g.multi("_backward_RNN", *og[:nv], *ins[:n_state], *seed, **p)
+    grads = g.multi("_backward_RNN", *og[:nv], *ins[:n_state], *seed, outs[-1], **p)
     return grads + [None] * (len(ins) - n_state)
 
 
@@ -434,13 +426,16 @@ def triton_rnn(p, ins, aux, rt):
     x = ins[0]
     y, hys, cys, record = _triton_layers(p, x, ins[1], ins[2],
                                          ins[3] if p.mode == "lstm" else None, seed)
-    if rt.is_train:  # the backward reuses the record instead of running the layers again
-        _reserve(ins, 4 if p.mode == "lstm" else 3, seed, "triton", record)
+    # a training forward keeps the record: the backward reuses it instead of running the
+    # layers again
+    reserve = _reserve(ins, 4 if p.mode == "lstm" else 3, seed, "triton",
+                       record if rt.is_train else None)
+    y = y if y.is_contiguous() else copy_view(y)
     if not p.state_outputs:
-        return _results(p, y if y.is_contiguous() else copy_view(y), None, None, seed, x)
+        return _results(p, y, None, None, seed, x, reserve)
     hy = stack(hys, 0)
     cy = stack(cys, 0) if p.mode == "lstm" else None
-    return _results(p, y if y.is_contiguous() else copy_view(y), hy, cy, seed, x)
+    return _results(p, y, hy, cy, seed, x, reserve)
 
 
 def _write(src: torch.Tensor, dst: torch.Tensor) -> None:
@@ -463,7 +458,7 @@ def triton_backward_rnn(p, ins, aux, rt):
     x, w, hx = rest[:3]
     cx = rest[3] if lstm else None
     seed = int(rest[4 if lstm else 3]) if _drops(p) else -1
-    record = _reserved(rest, 4 if lstm else 3, seed, "triton")
+    record = _reserved(ins[-1], rest, 4 if lstm else 3, seed, "triton")
     if record is None:  # no training forward of these inputs kept one
         record = _triton_layers(p, x, w, hx, cx, seed)[3]
     d, hidden = _dirs(p), p.state_size
