@@ -99,7 +99,7 @@ def gluon_rate(mx, batches: int, head: str = "loss") -> float:
     return batches * BATCH / (time.perf_counter() - t0)
 
 
-def _SoftmaxOutput(mx):  # noqa: N802 - stands for a class
+def _SoftmaxOutput(mx):  # stands for a class
     class SoftmaxOutputLoss(mx.gluon.HybridBlock):
         """MXNet's SoftmaxOutput as the loss: its gradient ignores the head gradient."""
 

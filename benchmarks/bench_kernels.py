@@ -78,7 +78,7 @@ def bench_entry(spec, shape, dtype, peers) -> dict:
            "dtype": str(dtype).replace("torch.", "")}
     try:
         row["check"] = check_entry(spec, args, kwargs)
-    except Exception as err:  # noqa: BLE001 - a failing kernel is reported, not fatal
+    except Exception as err:  # a failing kernel is reported, not fatal
         row["check"] = {"ok": False, "error": f"{type(err).__name__}: {err}"[:300]}
     fns = {"triton": spec.fn, "eager": spec.ref}
     if "compile" in peers:
@@ -86,7 +86,7 @@ def bench_entry(spec, shape, dtype, peers) -> dict:
     for label in peers:
         try:
             ms = _bench(lambda fn=fns[label]: fn(*args, **kwargs))
-        except Exception as err:  # noqa: BLE001 - a failing peer is reported, not fatal
+        except Exception as err:  # a failing peer is reported, not fatal
             row[label] = {"error": f"{type(err).__name__}: {err}"[:200]}
             continue
         unit, rate = _rate(spec, args, ms)

@@ -8,7 +8,16 @@
 """
 from __future__ import annotations
 
-from . import base, config, context, ndarray, ops, random, symbol  # noqa: F401 - ops fills the registry
+from . import (  # noqa: F401 - ops fills the registry; imperative installs NDArray's hooks
+    base,
+    config,
+    context,
+    imperative,
+    ndarray,
+    ops,
+    random,
+    symbol,
+)
 from . import ndarray as nd
 from . import symbol as sym
 from .base import MXNetError
@@ -33,7 +42,7 @@ _LAZY = {
     "io": "io", "callback": "callback", "monitor": "monitor", "kv": "kvstore",
     "kvstore": "kvstore", "executor_manager": "executor_manager", "model": "model",
     "mod": "module", "module": "module", "rnn": "rnn", "gluon": "gluon",
-    "autograd": "autograd", "util": "util", "runtime": "runtime", "engine": "engine",
+    "autograd": "imperative.autograd", "util": "util", "runtime": "runtime", "engine": "engine",
     "log": "log", "registry": "registry", "error": "error", "libinfo": "libinfo",
     "mon": "monitor", "rnd": "random", "contrib": "contrib", "operator": "operator",
     "recordio": "recordio",
@@ -64,7 +73,7 @@ def _serve_mxnet_role() -> None:
     here, as MXNet's import does, serving until the workers are done (a worker or a plain
     process returns at once; see symgraph.distributed)."""
     from . import config as _config
-    if _config.env_flag("DMLC_ROLE") in ("scheduler", "server"):
+    if _config.env("DMLC_ROLE") in ("scheduler", "server"):
         from .distributed import serve_role
         serve_role()
 

@@ -14,8 +14,8 @@ Under the alias ``mx.__version__`` is ``"1.9.1"`` (the MXNet release whose behav
 spec; scripts branch on it); ``symgraph.SYMGRAPH_VERSION`` keeps symgraph's own version.
 
 >>> from symgraph import alias
->>> alias.target_module("mxnet.module.executor_group")
-'symgraph.executor_group'
+>>> alias.target_module("mxnet.name")
+'symgraph.symbol.naming'
 >>> alias.target_module("mxnet.ndarray")
 'symgraph.ndarray'
 """
@@ -34,7 +34,7 @@ MXNET_VERSION = "1.9.1"
 # MXNet module path -> the symgraph module that implements it, where the layouts differ
 MODULES: dict[str, str] = {
     "mxnet": "symgraph",
-    "mxnet.module.executor_group": "symgraph.executor_group",
+    "mxnet.autograd": "symgraph.imperative.autograd",
     "mxnet.name": "symgraph.symbol.naming",
     "mxnet.attribute": "symgraph.symbol.naming",
     "mxnet.symbol.op": "symgraph.symbol.op",

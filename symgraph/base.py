@@ -188,13 +188,13 @@ def data_dir_default() -> str:
     True
     """
     if platform.system() == "Windows":
-        return os.path.join(config.env_flag("APPDATA"), "mxnet")
+        return os.path.join(config.env("APPDATA"), "mxnet")
     return os.path.join(os.path.expanduser("~"), ".mxnet")
 
 
 def data_dir() -> str:
     """Where MXNet keeps downloaded data: ``$MXNET_HOME``, else :func:`data_dir_default`."""
-    return config.env_flag("MXNET_HOME", None) or data_dir_default()
+    return config.env("MXNET_HOME") or data_dir_default()
 
 
 def register_error(func_name=None, cls=None):

@@ -14,7 +14,13 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import namedtuple
 from collections.abc import Callable
+
+from .training.model_io import save_checkpoint
+
+# what batch-end callbacks receive (MXNet's mx.model.BatchEndParam, re-exported there)
+BatchEndParam = namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
 
 
 def module_checkpoint(mod, prefix: str, period: int = 1,
@@ -32,8 +38,8 @@ def module_checkpoint(mod, prefix: str, period: int = 1,
 def do_checkpoint(prefix: str, period: int = 1) -> Callable:
     """Epoch-end callback saving ``prefix-symbol.json`` and ``prefix-%04d.params``.
 
-    Calls ``symgraph.model.save_checkpoint(prefix, epoch + 1, sym, arg, aux)`` every
-    ``period`` epochs.
+    Calls this module's ``save_checkpoint(prefix, epoch + 1, sym, arg, aux)`` (MXNet's
+    ``mx.model.save_checkpoint``, looked up when called) every ``period`` epochs.
 
     >>> cb = do_checkpoint('/tmp/never', period=2)
     >>> cb(0, None, {}, {})  # epoch 1 of every 2: nothing saved
@@ -42,7 +48,6 @@ def do_checkpoint(prefix: str, period: int = 1) -> Callable:
 
     def _callback(iter_no, sym, arg, aux):
         if (iter_no + 1) % period == 0:
-            from .model import save_checkpoint  # model imports callbacks' users; import late
             save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
     return _callback
 
@@ -195,7 +200,3 @@ class TqdmProgress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-
-
-# MXNet's mx.callback.save_checkpoint is mx.model's; imported last (model imports this module)
-from .model import save_checkpoint  # noqa: E402,F401

@@ -1,5 +1,16 @@
 """``mx.executor_manager``: MXNet's older data-parallel API (seed 002), on the one shared
-:class:`~symgraph.executor_group.DataParallelExecutorGroup`."""
+:class:`~symgraph.module.executor_group.DataParallelExecutorGroup`.
+
+>>> import symgraph as mx
+>>> net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2,
+...                                                  name='fc'), name='softmax')
+>>> it = mx.io.NDArrayIter(mx.nd.ones((4, 3)), mx.nd.zeros((4,)), batch_size=4)
+>>> names = net.list_arguments()
+>>> manager = DataParallelExecutorManager(net, [mx.cpu(0), mx.cpu(1)], it, names,
+...                                       ['fc_weight', 'fc_bias'], [])
+>>> manager.slices, [a[0].shape for a in manager.param_arrays]
+([slice(0, 2, None), slice(2, 4, None)], [(2, 3), (2,)])
+"""
 from __future__ import annotations
 
 import logging
@@ -7,9 +18,9 @@ import logging
 from . import ndarray as nd
 from .base import mx_real_t
 from .context import cpu
-from .executor_group import DataParallelExecutorGroup as _Group
-from .executor_group import _split_input_slice
 from .io import DataDesc
+from .module.executor_group import DataParallelExecutorGroup as _Group
+from .module.executor_group import _split_input_slice
 
 __all__ = ["DataDesc", "DataParallelExecutorGroup", "DataParallelExecutorManager",
            "_split_input_slice", "cpu", "mx_real_t", "nd"]
@@ -47,7 +58,7 @@ class DataParallelExecutorGroup(_Group):
         """Load data and labels into the executors' arrays."""
         self._load(data_batch)
 
-    def forward(self, is_train: bool = False) -> None:  # noqa: D401 - MXNet's signature
+    def forward(self, is_train: bool = False) -> None:  # MXNet's signature
         """Perform a forward pass on each executor."""
         for exe in self.execs:
             exe.forward(is_train=is_train)

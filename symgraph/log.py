@@ -35,4 +35,4 @@ def get_logger(name=None, filename=None, filemode=None, level=WARNING) -> loggin
     return logger
 
 
-getLogger = get_logger  # noqa: N816 - MXNet's deprecated spelling
+getLogger = get_logger  # MXNet's deprecated spelling

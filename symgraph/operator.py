@@ -181,11 +181,11 @@ def get_operator_arguments(op_name: str) -> OperatorArguments:
     if op is None:
         raise MXNetError(f"Operator {op_name} is not registered")
     from .symbol.op_api import _static_slots
-    variadic = bool(op.key_var_num_args) or op.parse is not None  # Custom: prop's inputs
+    variadic = bool(op.key_var_num_args) or op.special.parse is not None  # Custom: prop's inputs
     inputs = ["data"] if variadic else _static_slots(op)
     kind = "NDArray-or-Symbol[]" if variadic else "NDArray-or-Symbol"
     names = inputs + [p.name for p in op.params]
-    describe = (lambda p: _KINDS[p.kind]) if op.parse is not None else _describe
+    describe = (lambda p: _KINDS[p.kind]) if op.special.parse is not None else _describe
     types = [kind] * len(inputs) + [describe(p) for p in op.params]
     return OperatorArguments(len(names), names, types)
 

@@ -556,7 +556,7 @@ def dump_profile() -> None:
 _SORT_BY = ("total", "avg", "min", "max", "count")
 
 
-def dumps(reset: bool = False, format: str = "table", sort_by: str = "total",  # noqa: A002
+def dumps(reset: bool = False, format: str = "table", sort_by: str = "total",
           ascending: bool = False) -> str:
     """The aggregate statistics (``aggregate_stats=True``) as MXNet's table or JSON: per
     category, per name, count and total/min/max/average time in ms ('' when not kept).

@@ -150,7 +150,7 @@ class MXRecordIO:
     @staticmethod
     def _open_file(path: str, mode: str):
         try:
-            return open(path, mode)  # noqa: SIM115 - held open until close()
+            return open(path, mode)  # held open until close()
         except OSError as err:
             raise MXNetError(f'RecordIO: cannot open "{path}" ({mode}): {err.strerror}') from err
 

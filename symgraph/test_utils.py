@@ -60,7 +60,7 @@ def _scipy_stats():
     return scipy.stats
 
 
-class np_symbol:  # noqa: N801 - MXNet's name for mx.sym.np._Symbol
+class np_symbol:  # MXNet's name for mx.sym.np._Symbol
     """MXNet's NumPy-interface Symbol class; symgraph has none, so nothing is one."""
 
 
@@ -130,7 +130,7 @@ def effective_dtype(dat) -> np.dtype:
     if dtype == np.float32 and ctx is not None and ctx.device_type == "gpu":
         try:
             tf32 = (get_cuda_compute_capability(ctx) >= 80
-                    and config.env_flag("NVIDIA_TF32_OVERRIDE") != "0")
+                    and config.env("NVIDIA_TF32_OVERRIDE"))
         except (MXNetError, OSError, ValueError):
             tf32 = False
         return np.dtype(np.float16) if tf32 else dtype
@@ -322,7 +322,7 @@ def same(a, b) -> bool:
     return bool(np.array_equal(_np(a), _np(b)))
 
 
-def checkShapes(a, b) -> None:  # noqa: N802 - MXNet's name
+def checkShapes(a, b) -> None:  # MXNet's name
     """Raise AssertionError if the shapes of ``a`` and ``b`` differ."""
     if a.shape != b.shape:
         raise AssertionError(np.testing.build_err_msg(
@@ -344,7 +344,7 @@ def almost_equal(a, b, rtol=None, atol=None, equal_nan=False, use_broadcast=True
                             equal_nan=equal_nan))
 
 
-def locationError(a, b, index, names, maxError=False) -> str:  # noqa: N802, N803
+def locationError(a, b, index, names, maxError=False) -> str:
     """The message naming the elements of ``a`` and ``b`` at ``index``."""
     maximum = "maximum " if maxError else ""
     return (f"Location of {maximum}error: {index}, {names[0]}={a[index]:.8f}, "
@@ -573,7 +573,7 @@ def discard_stderr():
 
 def is_cd_run() -> bool:
     """Whether this is a Continuous Delivery run (CD_JOB=1)."""
-    return config.env_flag("CD_JOB") == "1"
+    return config.env("CD_JOB")
 
 
 def is_aarch64_run() -> bool:
@@ -799,7 +799,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     return grads
 
 
-def check_speed(sym, location=None, ctx=None, N=20, grad_req=None, typ="whole",  # noqa: N803
+def check_speed(sym, location=None, ctx=None, N=20, grad_req=None, typ="whole",
                 **kwargs) -> float:
     """Seconds per forward+backward (``typ='whole'``) or forward (``'forward'``) of ``sym``,
     averaged over ``N`` runs after a warm-up; shapes from ``location`` or ``kwargs``."""
@@ -1142,7 +1142,7 @@ def get_bz2_data(data_dir, data_name, url, data_origin_name) -> None:
 def get_im2rec_path(home_env="MXNET_HOME") -> str:
     """Path of ``tools/im2rec.py`` under ``$home_env``, else symgraph's own
     (``symgraph/tools/im2rec.py``, MXNet's options); IOError if absent."""
-    root = config.env_flag(home_env, None) or os.path.dirname(mx.__file__)
+    root = config.getenv(home_env) or os.path.dirname(mx.__file__)
     for path in (os.path.join(root, "tools", "im2rec.py"),
                  os.path.join(root, "..", "..", "tools", "im2rec.py")):
         if os.path.isfile(path):

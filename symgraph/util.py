@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import os
 import threading
 
 from . import config
@@ -85,7 +84,7 @@ def getenv(name: str) -> str | None:
     >>> getenv('SYMGRAPH_SURELY_UNSET_VARIABLE') is None
     True
     """
-    return config.env_flag(name, None)
+    return config.getenv(name)
 
 
 def setenv(name: str, value: str | None) -> None:
@@ -96,11 +95,7 @@ def setenv(name: str, value: str | None) -> None:
     >>> setenv('SYMGRAPH_DOCTEST_VAR', None); getenv('SYMGRAPH_DOCTEST_VAR') is None
     True
     """
-    # symgraph.config reads the environment; this is the one place that writes it
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
+    config.setenv(name, value)
 
 
 # --- NumPy shape semantics ----------------------------------------------------------------

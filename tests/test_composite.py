@@ -143,7 +143,7 @@ def test_triton_backend_launches_no_reference(name, index):
     op = next(o for o in canonical_ops() if o.name == name)
     case = op.cases[index]
     values = draw_inputs(case, np.float32)
-    with config.override(backend="triton", interpret=True):
+    with config.override(backend="triton"):
         _, exe = bind(op, case, values, grad=True)
         labels = sorted({v for v in exe._plan.impl.values() if v.startswith("torch:")})
         assert not labels, f"{name} launches torch references: {labels}"

@@ -1,15 +1,16 @@
-"""Deferred recorded calls (``symgraph.deferred``): under ``record()`` consecutive graph calls
-(a network, its loss, arithmetic on the loss) run as one composed graph, and every value and
-gradient equals running each call on its own (``defer_recorded=False``), including when a
-value is read in between, a block is called twice, an output feeds a second loss after its
-chain ran, or chains on two contexts meet."""
+"""Deferred recorded calls (``symgraph.imperative.deferred``): under ``record()``
+consecutive graph calls (a network, its loss, arithmetic on the loss) run as one composed
+graph, and every value and gradient equals running each call on its own
+(``defer_recorded=False``), including when a value is read in between, a block is called
+twice, an output feeds a second loss after its chain ran, or chains on two contexts meet."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph import autograd, config, deferred
+from symgraph import autograd, config
+from symgraph.imperative import deferred
 
 
 def _net(prefix: str):

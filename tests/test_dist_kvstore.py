@@ -10,7 +10,20 @@ import numpy as np
 import pytest
 
 import symgraph as mx
+from symgraph import distributed, launch
 from tests import dist_harness
+
+# what symgraph/distributed.py and symgraph/launch.py exposed before they became a package
+_DISTRIBUTED_NAMES = ["CollectiveMismatch", "StoreValueError", "WorkerLost", "agree",
+                      "all_reduce", "barrier", "broadcast", "fingerprint", "host_store",
+                      "num_workers", "one_writer", "rank", "serve_role"]
+_LAUNCH_NAMES = ["free_port", "job_env", "main", "start_local", "torchrun_args", "wait"]
+
+
+def test_the_distributed_package_keeps_its_module_names():
+    assert [n for n in _DISTRIBUTED_NAMES if not hasattr(distributed, n)] == []
+    assert [n for n in _LAUNCH_NAMES if not hasattr(launch, n)] == []
+    assert launch.main is distributed.launch.main  # `python -m symgraph.launch` runs it
 
 
 def _ok(result: dict, n: int) -> dict:

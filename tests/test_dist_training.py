@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph import distributed
+from symgraph.distributed import group
 from tests import dist_harness, fixture_scripts
 
 SCRIPT = "tests/scripts/dist_fit.py"
@@ -138,10 +138,10 @@ def test_restart_from_checkpoint_equals_uninterrupted(launched, tmp_path):
 def test_only_rank_zero_writes_checkpoints(tmp_path, monkeypatch):
     net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
     params = {"fc_weight": mx.nd.ones((2, 3)), "fc_bias": mx.nd.zeros((2,))}
-    monkeypatch.setattr(distributed, "_STATE", {"rank": 1})
+    monkeypatch.setattr(group, "_STATE", {"rank": 1})
     mx.model.save_checkpoint(str(tmp_path / "r1"), 1, net, params, {})
     assert os.listdir(tmp_path) == []
-    monkeypatch.setattr(distributed, "_STATE", {"rank": 0})
+    monkeypatch.setattr(group, "_STATE", {"rank": 0})
     mx.model.save_checkpoint(str(tmp_path / "r0"), 1, net, params, {})
     assert sorted(os.listdir(tmp_path)) == ["r0-0001.params", "r0-symbol.json"]
 

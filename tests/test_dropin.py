@@ -34,9 +34,10 @@ def test_run_command_resolves_every_mxnet_module_to_symgraph(tmp_path):
         from mxnet.module.executor_group import DataParallelExecutorGroup
         from mxnet.gluon import nn
         from mxnet.base import MXNetError
-        import symgraph, symgraph.executor_group
+        import symgraph, symgraph.module.executor_group
         assert mx is symgraph and nd is symgraph.ndarray and mx.nd is nd
-        assert DataParallelExecutorGroup is symgraph.executor_group.DataParallelExecutorGroup
+        assert DataParallelExecutorGroup is \
+            symgraph.module.executor_group.DataParallelExecutorGroup
         assert nn is symgraph.gluon.nn and MXNetError is symgraph.base.MXNetError
         assert sys.modules["mxnet.ndarray"] is nd
         assert nd.__spec__.name == "symgraph.ndarray"  # symgraph's own spec is kept

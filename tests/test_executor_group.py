@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph.executor_group import DataParallelExecutorGroup, _split_input_slice
 from symgraph.executor_manager import DataParallelExecutorManager
+from symgraph.module.executor_group import DataParallelExecutorGroup, _split_input_slice
 
 Batch = namedtuple("Batch", "data label")
 

@@ -61,7 +61,7 @@ def _updates_to_finite_weights(upd: mx.optimizer.Updater) -> None:
     weights = _weights()
     try:
         upd(list(range(len(SHAPES))), _grads(), weights)
-    except Exception as err:  # noqa: BLE001 - any failure after a load is the defect
+    except Exception as err:  # any failure after a load is the defect
         raise AssertionError(f"loaded, then failed at the first update: "
                              f"{type(err).__name__}: {err}") from err
     for i, w in enumerate(weights):

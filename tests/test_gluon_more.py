@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph import deferred
 from symgraph.base import MXNetError, UnsupportedError
+from symgraph.imperative import deferred
 from tests import fixture_scripts
 
 scenarios = fixture_scripts.load("gluon_more/scenarios.py")

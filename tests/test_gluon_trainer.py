@@ -280,7 +280,7 @@ def test_custom_store_with_optimizer_updates_on_store(inputs, stores):
 def test_registered_store_by_name(inputs, stores):
     """A KVStoreBase subclass registered by name is created by the Trainer when the name
     contains 'dist' (case-sensitively, as MXNet's ``_create_kvstore``), even on one context."""
-    class Fake_dist_named(stores["dist_sync"]):  # noqa: N801 - the registry's lowercase name
+    class Fake_dist_named(stores["dist_sync"]):  # the registry's lowercase name
         pass
 
     with warnings.catch_warnings():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
+from tests.import_alone import failing_alone
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "metric_io", "metric_io.json")
 
@@ -120,7 +121,7 @@ def test_errors():
 @pytest.mark.parametrize("shape,axis", [((6, 4), 1), ((3, 4, 2), 1), ((6,), 1), ((2, 3, 4), 2)])
 def test_accuracy_device_counts_match_numpy_path(shape, axis):
     # outputs on an accelerator are counted by torch there; the counts equal the host path's
-    from symgraph.metric import _accuracy_counts_torch
+    from symgraph.metric.classification import _accuracy_counts_torch
     rng = np.random.RandomState(3)
     pred = rng.uniform(-3, 3, shape).astype(np.float32)
     pred[0, ...] = 1.0  # ties: the first maximum, as numpy
@@ -134,3 +135,23 @@ def test_accuracy_device_counts_match_numpy_path(shape, axis):
     if len(shape) > 1:
         with pytest.raises(ValueError, match="does not match"):
             _accuracy_counts_torch(mx.nd.array(pred), mx.nd.array(np.zeros(7)), axis)
+
+
+def test_every_metric_module_imports_alone():
+    """Each module of the package imports first in a fresh interpreter (issue 19: the old
+    metric_classification module raised ImportError that way)."""
+    names = ["symgraph.metric"] + [f"symgraph.metric.{m}" for m in
+                                   ("base", "classification", "regression", "probability",
+                                    "loss")]
+    assert failing_alone(names) == []
+
+
+def test_metric_package_keeps_mxnets_names():
+    for name in ("EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "F1", "MCC",
+                 "PCC", "Perplexity", "MAE", "MSE", "RMSE", "CrossEntropy",
+                 "NegativeLogLikelihood", "PearsonCorrelation", "Loss", "Torch", "Caffe",
+                 "CustomMetric", "np", "create", "register", "alias", "check_label_shapes",
+                 "numeric_types", "string_types", "ndarray", "registry"):
+        assert hasattr(mx.metric, name), name
+    assert mx.metric.create("pearsonr").__class__ is mx.metric.PearsonCorrelation
+

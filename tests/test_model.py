@@ -9,6 +9,7 @@ import pytest
 
 import symgraph as mx
 from symgraph.model import load_checkpoint, save_checkpoint
+from tests.import_alone import failing_alone
 
 NETS = Path(__file__).parent / "fixtures" / "mxnet" / "nets"
 
@@ -74,3 +75,39 @@ def test_feedforward_trains_on_two_contexts_and_round_trips(tmp_path):
         again = mx.model.FeedForward.load(str(tmp_path / "ff"), 6)
         np.testing.assert_allclose(again.predict(x[1500:]), model.predict(x[1500:]),
                                    rtol=1e-6)
+
+
+def test_training_modules_import_alone():
+    """The training layer has no import cycle to hide (issue 19): model, its lower modules,
+    FeedForward, callbacks, executor_manager and the Module package each import first."""
+    names = ["symgraph.model", "symgraph.training.model_io", "symgraph.training.model_kvstore",
+             "symgraph.training.fit_loop", "symgraph.training.feedforward", "symgraph.callback",
+             "symgraph.executor_manager", "symgraph.module", "symgraph.module.executor_group",
+             "symgraph.module.base_module", "symgraph.module.module",
+             "symgraph.module.bucketing_module", "symgraph.module.python_module",
+             "symgraph.module.sequential_module"]
+    assert failing_alone(names) == []
+
+
+def test_model_keeps_mxnets_names():
+    for name in ("FeedForward", "BatchEndParam", "save_checkpoint", "load_checkpoint",
+                 "load_params", "LogValidationMetricsCallback", "DataParallelExecutorManager",
+                 "_train_multi_device", "_create_kvstore", "_create_sparse_kvstore",
+                 "_initialize_kvstore", "_update_params", "_update_params_on_kvstore",
+                 "_multiple_callbacks"):
+        assert hasattr(mx.model, name), name
+    assert mx.callback.save_checkpoint is mx.model.save_checkpoint
+
+
+
+def test_train_multi_device_keeps_mxnets_signature():
+    """MXNet 1.9.1's mxnet/model.py::_train_multi_device, parameter for parameter."""
+    import inspect
+    params = inspect.signature(mx.model._train_multi_device).parameters
+    assert list(params) == [
+        "symbol", "ctx", "arg_names", "param_names", "aux_names", "arg_params", "aux_params",
+        "begin_epoch", "end_epoch", "epoch_size", "optimizer", "kvstore", "update_on_kvstore",
+        "train_data", "eval_data", "eval_metric", "epoch_end_callback", "batch_end_callback",
+        "logger", "work_load_list", "monitor", "eval_end_callback", "eval_batch_end_callback",
+        "sym_gen"]
+    assert all(params[n].default is None for n in list(params)[14:])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph.executor_group import DataParallelExecutorGroup, _prepare_group2ctxs
+from symgraph.module.executor_group import DataParallelExecutorGroup, _prepare_group2ctxs
 from tests import fixture_scripts
 
 HERE = Path(__file__).parent / "fixtures" / "module_io_more"

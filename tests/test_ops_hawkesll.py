@@ -30,7 +30,7 @@ def _run(case: dict):
 @pytest.mark.parametrize("backend", ["torch", "triton"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: str(np.shape(c["inputs"]["lags"])))
 def test_hawkesll_matches_mxnet(case, backend):
-    with config.override(backend=backend, interpret=True):
+    with config.override(backend=backend):
         ll, states, grads = _run(case)
     np.testing.assert_allclose(ll.asnumpy(), case["ll"], rtol=1e-4)
     np.testing.assert_allclose(states.asnumpy(), case["states"], rtol=1e-4, atol=1e-30)
@@ -43,7 +43,7 @@ def test_hawkesll_triton_plan_launches_no_reference():
     sym = mx.sym.contrib.hawkesll(*[mx.sym.var(n) for n in NAMES])
     shapes = {"lda": (2, 3), "alpha": (3,), "beta": (3,), "state": (2, 3), "lags": (2, 4),
               "marks": (2, 4), "valid_length": (2,), "max_time": (2,)}
-    with config.override(backend="triton", interpret=True):
+    with config.override(backend="triton"):
         exe = sym.simple_bind(mx.cpu(), type_dict={"marks": "int32"}, **shapes)
     assert not [v for v in exe._plan.impl.values() if v.startswith("torch:")], exe._plan.impl
 

@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from symgraph import config, distributed, launch
+from symgraph import config, launch
+from symgraph.distributed import rendezvous
 from tests import dist_harness, dist_workers
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -53,7 +54,7 @@ def _ok(result: dict, n: int) -> dict:
 # ---------------------------------------------------------------- item 5: the stores
 
 def test_host_store_listens_on_the_given_address_only():
-    store = distributed.host_store("127.0.0.1", 0)
+    store = rendezvous.host_store("127.0.0.1", 0)
     found = [addr for addr, port, _ in dist_workers.listening_sockets([os.getpid()])
              if port == store.port]
     assert found == ["127.0.0.1"]
@@ -109,7 +110,7 @@ def stranger_job(tmp_path_factory) -> dict:
         stranger.add("symgraph/done", 10)
         for r in range(2):  # what a stranger can sign: no secret
             with config.override(job_secret=""):
-                stranger.set(f"symgraph/done/{r}", distributed._signed(f"done/{r}", "done"))
+                stranger.set(f"symgraph/done/{r}", rendezvous._signed(f"done/{r}", "done"))
         for _ in range(40):
             stranger.set("symgraph/beat/0", b"\xff\x00 garbage")
             stranger.set("symgraph/beat/1", "1.5")
@@ -136,38 +137,38 @@ def test_a_stranger_on_the_scheduler_port_does_not_stop_or_crash_the_job(strange
 
 def test_store_values_are_signed_for_their_key_and_job():
     with config.override(job_secret="job-a"):
-        value = distributed._signed("beat/0", "12.5 3").encode()
-        assert distributed._verified("beat/0", value) == "12.5 3"
+        value = rendezvous._signed("beat/0", "12.5 3").encode()
+        assert rendezvous._verified("beat/0", value) == "12.5 3"
         for key, raw in [("beat/1", value),  # signed for another key
                          ("beat/0", b"12.5 3"),  # unsigned
                          ("beat/0", b"\xff\xfe garbage")]:
-            with pytest.raises(distributed.StoreValueError, match=key):
-                distributed._verified(key, raw)
-    with config.override(job_secret="job-b"), pytest.raises(distributed.StoreValueError):
-        distributed._verified("beat/0", value)  # another job's
+            with pytest.raises(rendezvous.StoreValueError, match=key):
+                rendezvous._verified(key, raw)
+    with config.override(job_secret="job-b"), pytest.raises(rendezvous.StoreValueError):
+        rendezvous._verified("beat/0", value)  # another job's
     for payload in ["12.5", "12.5 -3", "nan 3", "1e400 3", "x 3", "12.5 3 4"]:
-        with pytest.raises(distributed.StoreValueError, match="malformed heartbeat"):
-            distributed._parse_beat(payload)
+        with pytest.raises(rendezvous.StoreValueError, match="malformed heartbeat"):
+            rendezvous._parse_beat(payload)
 
 
 def test_strangers_heartbeats_and_done_marks_neither_crash_nor_stop_the_scheduler(
         monkeypatch, caplog):
     import torch.distributed as dist
-    monkeypatch.setattr(distributed, "_REJECTED", set())
+    monkeypatch.setattr(rendezvous, "_REJECTED", set())
     store = dist.PrefixStore("symgraph", dist.HashStore())
     store.set("beat/0", b"\xff\x00 garbage")
     store.set("beat/1", "1e400 7")
     store.add("done", 5)  # the old shared counter
     store.set("done/0", "done")
     with config.override(job_secret="other job"):
-        store.set("done/1", distributed._signed("done/1", "done"))
+        store.set("done/1", rendezvous._signed("done/1", "done"))
     with config.override(job_secret="job", dist_timeout=1.0), caplog.at_level(logging.WARNING):
         start = time.time()
-        assert distributed._wait_for_workers(store, 2) == 1  # no valid worker ever beat
+        assert rendezvous._wait_for_workers(store, 2) == 1  # no valid worker ever beat
         assert time.time() - start >= 1.0  # it waited for the real workers, then gave up
         for r in range(2):
-            store.set(f"done/{r}", distributed._signed(f"done/{r}", "done"))
-        assert distributed._wait_for_workers(store, 2) == 0
+            store.set(f"done/{r}", rendezvous._signed(f"done/{r}", "done"))
+        assert rendezvous._wait_for_workers(store, 2) == 0
     logged = caplog.text
     for key in ("beat/0", "beat/1", "done/0", "done/1"):
         assert f"store key {key}:" in logged, logged

@@ -120,7 +120,7 @@ def test_gluon_softmax_cross_entropy_runs_fused():
         with mx.autograd.record():
             loss = loss_fn(net(x), y)
         loss.backward()
-    from symgraph import deferred
+    from symgraph.imperative import deferred
     labels = [op for cg, *_ in deferred._COMPOSED.values() for pool in cg._pools.values()
               for s in pool for op in _ops(s.exe)]
     assert "_log_softmax_pick" in labels

@@ -85,9 +85,9 @@ def _run(snippet: str):
     with mx.name.NameManager(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            exec(snippet, ns)  # noqa: S102 - the recorded snippet is the test input
+            exec(snippet, ns)  # the recorded snippet is the test input
             error = None
-        except Exception as err:  # noqa: BLE001 - compared with MXNet's outcome below
+        except Exception as err:  # compared with MXNet's outcome below
             error = err
     return ns, error
 

@@ -181,7 +181,7 @@ class _EagerBuilder:
         attrs.pop("name", None)
         p = op_params(op, {k: to_attr_string(v) for k, v in attrs.items()},
                       f"operator {self.owner}")
-        if op.reads_out_shape:
+        if op.hints.reads_out_shape:
             shapes = op.infer_shape(p, [tuple(t.shape) for t in inputs])[1]
             p = type(p)({**p, "_out_shape": tuple(shapes[0])})
         n_reg = len(op.input_names(p))

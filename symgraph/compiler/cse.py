@@ -20,7 +20,7 @@ from ..symbol.graph import Entry, Node, dfs_post_order
 
 def _mergeable(node: Node) -> bool:
     op = node.op
-    return op is not None and not op.mutates_aux and not op.mutated_inputs(node.params) \
+    return op is not None and not op.hints.mutates_aux and not op.mutated_inputs(node.params) \
         and not op.draws_random(node.params)
 
 

@@ -64,7 +64,7 @@ class GraphedCall:
         try:
             with torch.cuda.graph(graph, pool=self.pool):
                 self.body()
-        except Exception as err:  # noqa: BLE001 - e.g. a host sync inside an op
+        except Exception as err:  # e.g. a host sync inside an op
             warnings.warn(f"CUDA graph capture of {self.name} failed ({type(err).__name__}: "
                           f"{err}); running it eagerly", RuntimeWarning, stacklevel=3)
             self.failed = True

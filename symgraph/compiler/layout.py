@@ -24,7 +24,7 @@ class Layout:
             ins = [self.resolve(e) for e in graph.input_entries(nid)]
             self.ins[nid] = ins
             out = graph.row_ptr[nid]
-            if node.op.view and ins and ins[0] not in aux_slots and \
+            if node.op.hints.view and ins and ins[0] not in aux_slots and \
                     shapes[out] == shapes[ins[0]] and dtypes[out] == dtypes[ins[0]]:
                 self.alias[out] = ins[0]
             else:

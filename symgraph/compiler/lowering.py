@@ -26,10 +26,7 @@ _FLOATS = ("float16", "bfloat16", "float32", "float64")
 def uses_triton(device: torch.device) -> bool:
     """Whether nodes on ``device`` run Triton kernels under the current backend."""
     backend = config.get().backend
-    use = backend == "triton" or (backend == "auto" and device.type == "cuda")
-    if use:
-        config.apply_kernel_settings()
-    return use
+    return backend == "triton" or (backend == "auto" and device.type == "cuda")
 
 
 @dataclass
@@ -203,7 +200,7 @@ def guarded(kernel: Callable, fallback: Callable, what: str) -> Callable:
         except DeferredError:  # an error in the values (not positive definite...), not the kernel's
             state["fn"] = kernel
             raise
-        except Exception as err:  # noqa: BLE001 - any compiler/launcher failure falls back
+        except Exception as err:  # any compiler/launcher failure falls back
             cause = err.__cause__ or err.__context__
             why = f"{type(err).__name__}: {err}" + \
                 (f" <- {type(cause).__name__}: {cause}" if cause is not None else "")
@@ -235,9 +232,9 @@ def _params_for(node: Node, outs: list[int], read: Callable[[int], bool] | None,
     """The node's params, telling an op that can skip them which outputs nobody reads, and
     an op that asks for it its inferred output shape."""
     extra = {}
-    if node.op.reads_out_shape:
+    if node.op.hints.reads_out_shape:
         extra["_out_shape"] = tuple(shapes[outs[0]])
-    if read is not None and node.op.skips_unused_outputs:
+    if read is not None and node.op.hints.skips_unused_outputs:
         needed = tuple(read(s) for s in outs)
         if not all(needed):
             extra["_needed"] = needed
@@ -277,7 +274,7 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
     outs = list(range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
     params = _params_for(node, outs, read, shapes)
     fn, label = op.forward, f"torch:{op.name}"
-    if op.view:  # a reshape: metadata only, no kernel launch on any backend
+    if op.hints.view:  # a reshape: metadata only, no kernel launch on any backend
         fn, label = op.forward, f"view:{op.name}"
     elif uses_triton(device):
         if op.kernel is not None:
@@ -288,7 +285,7 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
     elif op.prepare is not None:
         fn = _prepared(op, params, tuple([shapes[s] for s in ins]),
                        tuple([shapes[s] for s in outs])) or fn
-    return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, params, label, node, op.inplace)
+    return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, params, label, node, op.hints.inplace)
 
 
 def epilogue_pairs(layout, order: list[int], users, keep: set[int]) -> dict[int, int]:
@@ -307,9 +304,9 @@ def epilogue_pairs(layout, order: list[int], users, keep: set[int]) -> dict[int,
         if prod is None or prod not in in_order or users.get(src) != [nid] or src in keep:
             continue
         pnode = graph.nodes[prod]
-        if pnode.op.epilogue is None or pnode.num_outputs != 1:
+        if pnode.op.hints.epilogue is None or pnode.num_outputs != 1:
             continue
-        if pnode.op.epilogue(pnode.params, act) is not None:
+        if pnode.op.hints.epilogue(pnode.params, act) is not None:
             pairs[nid] = prod
     return pairs
 
@@ -319,7 +316,7 @@ def epilogue_unit(layout, act_nid: int, prod: int) -> Unit:
     graph = layout.graph
     pnode, anode = graph.nodes[prod], graph.nodes[act_nid]
     act = anode.op.activation_name(anode.params)
-    kernel_fn = pnode.op.epilogue(pnode.params, act)
+    kernel_fn = pnode.op.hints.epilogue(pnode.params, act)
 
     def reference(p, ins, aux, rt):
         mid = pnode.op.forward(pnode.params, ins, aux, rt)

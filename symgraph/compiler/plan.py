@@ -39,7 +39,7 @@ from ..symbol.infer import DTYPE, SHAPE, infer, infer_shapes, infer_types
 from . import composite, cse, rewrite
 from .autodiff import Gradients, build_gradients
 from .layout import Layout
-from .lowering import Unit
+from .lowering import Unit, uses_triton
 from .memory import MemoryPlan, plan_memory
 from .schedule import LowerContext, Step, last_uses, steps, units
 
@@ -191,7 +191,7 @@ def apply_rewrites(stage: GraphStage) -> GraphStage:
 
 def eliminate_common(stage: GraphStage) -> GraphStage:
     """Merge equal nodes (``MXNET_ELIMINATE_COMMON_EXPR``, on by default as in MXNet)."""
-    if config.env_flag("MXNET_ELIMINATE_COMMON_EXPR", "1") == "0":
+    if not config.env("MXNET_ELIMINATE_COMMON_EXPR"):
         return stage
     return stage.changed(cse.eliminate(stage.heads))
 
@@ -199,7 +199,7 @@ def eliminate_common(stage: GraphStage) -> GraphStage:
 def check_plannable(stage: GraphStage) -> GraphStage:
     """Refuse ops whose output shapes depend on input values (a plan fixes every shape)."""
     for node in stage.graph.nodes:
-        if node.op is not None and node.op.eager is not None:
+        if node.op is not None and node.op.special.eager is not None:
             raise ShapeError(f"Error in {node.where}: the output shape of {node.op.name} "
                              "depends on its input values, which a bound graph cannot plan; "
                              "call it imperatively (mx.nd) instead")
@@ -290,6 +290,8 @@ def lay_out(typed: Typed) -> Laid:
 def lower(laid: Laid) -> Lowered:
     """A launch unit per node, fused chain or GEMM epilogue, for each step list."""
     typed = laid.typed
+    if uses_triton(typed.diff.stage.request.device):  # generated kernels go to cache_dir
+        config.point_kernel_caches_at_cache_dir()
     keep_forward = laid.persistent | set(laid.head_slots)
     ctx = LowerContext(
         device=typed.diff.stage.request.device, shapes=typed.shapes, dtypes=typed.dtypes,

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import importlib
 
-from . import autograd  # noqa: F401 - MXNet's mx.contrib.autograd
-
+# submodules on first use: ``autograd`` sits on the imperative layer, above the symbol and
+# ndarray namespaces that import ``contrib.functions``
 _NAMESPACES = {"ndarray": "symgraph.ndarray.contrib", "nd": "symgraph.ndarray.contrib",
-               "symbol": "symgraph.symbol.contrib", "sym": "symgraph.symbol.contrib"}
+               "symbol": "symgraph.symbol.contrib", "sym": "symgraph.symbol.contrib",
+               "autograd": "symgraph.contrib.autograd"}
 
 
 def __getattr__(name: str):

@@ -1,5 +1,6 @@
 """``mx.contrib.autograd``: MXNet's first autograd API, kept for old scripts, over
-:mod:`symgraph.autograd` (``train_section`` records in training mode).
+``mx.autograd`` (:mod:`symgraph.imperative.autograd`; ``train_section`` records in training
+mode).
 
 >>> import symgraph as mx
 >>> from symgraph.contrib import autograd
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 import functools
 
-from .. import autograd as _ag
+from ..imperative import autograd as _ag
+from ..ndarray.ndarray import NDArray
 
 
 def set_is_training(is_train: bool) -> bool:
@@ -68,12 +70,11 @@ def grad_and_loss(func, argnum=None):
     """A function returning ``(gradients of func wrt its arguments, func's result)``."""
     @functools.wraps(func)
     def wrapped(*args):
-        from ..ndarray import NDArray, zeros_like
         chosen = _chosen(args, argnum)
         for x in chosen:
             if not isinstance(x, NDArray):
                 raise TypeError("type of autograd input should be NDArray")
-        grads = [zeros_like(x) for x in chosen]
+        grads = [x.zeros_like() for x in chosen]
         mark_variables(chosen, grads)
         with train_section():
             outputs = func(*args)

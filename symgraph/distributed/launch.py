@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from . import config
+from .. import config
 
 _RDZV = "symgraph-c10d"  # torchrun's c10d rendezvous, with its stores bound to the endpoint
 
@@ -86,7 +86,7 @@ def _loopback_rendezvous(params):
     from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler
     from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
 
-    from .distributed import host_store
+    from .rendezvous import host_store
 
     class Backend(C10dRendezvousBackend):
         name = _RDZV  # torch checks that the handler reports the backend asked for
@@ -178,11 +178,10 @@ def main(argv: list[str] | None = None) -> None:
     from torch.distributed import run
     from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
 
-    from . import util
     env = job_env(config.environ())
     for name in (config.JOB_SECRET_ENV, "GLOO_SOCKET_IFNAME"):  # the workers inherit them
         if name in env:
-            util.setenv(name, env[name])
+            config.setenv(name, env[name])
     rendezvous_handler_registry.register(_RDZV, _loopback_rendezvous)
     run.main(torchrun_args(argv))
 

@@ -4,9 +4,9 @@
 A ``HybridBlock`` runs through its graph: the first call traces ``hybrid_forward(mx.sym,
 ...)`` into a Symbol (inputs ``data`` or ``data0``, ``data1``, ..., parameters as their
 ``Parameter.var()``), and every call with NDArrays runs that Symbol through a
-:class:`~symgraph.cached_graph.CachedGraph` (executors bound per context and input shapes,
-parameters bound by reference), recorded for ``autograd`` under ``record()`` — hybridized
-or not, since the results are the same. Not hybridized, it runs ``hybrid_forward`` with
+:class:`~symgraph.imperative.cached_graph.CachedGraph` (executors bound per context and
+input shapes, parameters bound by reference), recorded for ``autograd`` under ``record()``
+— hybridized or not, since the results are the same. Not hybridized, it runs ``hybrid_forward`` with
 ``F = mx.nd`` (MXNet's imperative mode) where a graph cannot stand in: arguments that are
 not arrays, an argument structure unlike the traced one, forward hooks below it (they see
 NDArrays, as in MXNet). ``hybridize()`` decides MXNet's hybridized-only behaviour: the
@@ -25,7 +25,8 @@ from collections import OrderedDict
 from .. import initializer, ndarray, symbol  # noqa: F401 - MXNet's names
 from .. import ndarray as _nd
 from ..base import MXNetError, mx_real_t, unsupported  # noqa: F401 - MXNet's names
-from ..deferred import Pending
+from ..imperative.cached_graph import CachedGraph
+from ..imperative.deferred import Pending
 from ..ndarray.ndarray import NDArray
 from ..symbol import load_json  # noqa: F401 - MXNet's names
 from ..symbol import symbol as _sym
@@ -481,7 +482,7 @@ class HybridBlock(Block):
         super().register_child(block, name)
         self._clear_cached_op()
 
-    def hybridize(self, active: bool = True, backend=None, clear: bool = True,  # noqa: PLR0913
+    def hybridize(self, active: bool = True, backend=None, clear: bool = True,
                   static_alloc: bool = False, static_shape: bool = False, inline_limit: int = 2,
                   forward_bulk_size=None, backward_bulk_size=None, **kwargs) -> None:
         """Turn hybridization on or off, recursively. A hybridized block always runs its
@@ -504,7 +505,7 @@ class HybridBlock(Block):
                           inline_limit=inline_limit, forward_bulk_size=forward_bulk_size,
                           backward_bulk_size=backward_bulk_size)
 
-    def optimize_for(self, x, *args, backend=None, clear: bool = False,  # noqa: PLR0913
+    def optimize_for(self, x, *args, backend=None, clear: bool = False,
                      static_alloc: bool = False, static_shape: bool = False,
                      inline_limit: int = 2, forward_bulk_size=None, backward_bulk_size=None,
                      **kwargs) -> None:
@@ -625,13 +626,12 @@ class HybridBlock(Block):
     def _deferred_infer_shape(self, *args) -> None:
         try:
             self.infer_shape(*args)
-        except Exception as err:  # noqa: BLE001 - MXNet wraps every failure the same way
+        except Exception as err:  # MXNet wraps every failure the same way
             raise ValueError("Deferred initialization failed because shape cannot be "
                              f"inferred. {err}") from err
 
     # -------------------------------------------------------- running
     def _build_cache(self, *args) -> None:
-        from ..cached_graph import CachedGraph
         inputs, out = self._get_graph(*args)
         names = [i.name for i in inputs]
         # a graph names parameters as they are named, or as ``load`` renamed their keys

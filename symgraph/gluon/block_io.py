@@ -153,7 +153,7 @@ def _restore(block: Block, entry: dict, graph) -> None:
         block._children[names[child.name]] = child
 
 
-def load_parameters(block: Block, filename: str, ctx, allow_missing: bool,  # noqa: PLR0913
+def load_parameters(block: Block, filename: str, ctx, allow_missing: bool,
                     ignore_extra: bool, cast: tuple) -> None:
     """:meth:`Block.load_parameters` (``cast``: ``(cast_dtype, dtype_source)``)."""
     cast_dtype, dtype_source = cast

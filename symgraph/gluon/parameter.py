@@ -30,9 +30,10 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import autograd, context, initializer, ndarray, symbol  # noqa: F401 - MXNet's names
+from .. import context, initializer, ndarray, symbol  # noqa: F401 - MXNet's names
 from ..base import MXNetError, dtype_name
 from ..context import Context, cpu, current_context
+from ..imperative import autograd
 from ..ndarray import NDArray
 from ..ndarray import array as _nd_array
 from ..ndarray import load as _nd_load

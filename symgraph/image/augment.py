@@ -320,7 +320,7 @@ def _normalizer(value, default, what: str):
     return value
 
 
-def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False,  # noqa: N802
+def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False,
                     rand_mirror=False, mean=None, std=None, brightness=0, contrast=0,
                     saturation=0, hue=0, pca_noise=0, rand_gray=0, inter_method=2) -> list:
     """MXNet's standard augmenter list for (C, H, W) ``data_shape``: resize, crop (random

@@ -314,7 +314,7 @@ def _aligned(params: list) -> list:
     return lists
 
 
-def CreateMultiRandCropAugmenter(min_object_covered=0.1, aspect_ratio_range=(0.75, 1.33),  # noqa: N802
+def CreateMultiRandCropAugmenter(min_object_covered=0.1, aspect_ratio_range=(0.75, 1.33),
                                  area_range=(0.05, 1.0), min_eject_coverage=0.3,
                                  max_attempts=50, skip_prob=0):
     """A :class:`DetRandomSelectAug` over one :class:`DetRandomCropAug` per parameter set
@@ -341,7 +341,7 @@ def _det_normalizer(value, default, what: str):
     return value
 
 
-def CreateDetAugmenter(data_shape, resize=0, rand_crop=0, rand_pad=0, rand_gray=0,  # noqa: N802
+def CreateDetAugmenter(data_shape, resize=0, rand_crop=0, rand_pad=0, rand_gray=0,
                        rand_mirror=False, mean=None, std=None, brightness=0, contrast=0,
                        saturation=0, pca_noise=0, hue=0, inter_method=2, min_object_covered=0.1,
                        aspect_ratio_range=(0.75, 1.33), area_range=(0.05, 3.0),

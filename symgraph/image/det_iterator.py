@@ -150,7 +150,7 @@ class ImageDetIter(ImageIter):
                              f"{self.provide_label[0][1][2]} vs {label_shape[1]}.")
 
     def draw_next(self, color=None, thickness=2, mean=None, std=None, clip=True,
-                  waitKey=None, window_name="draw_next", id2labels=None):  # noqa: N803
+                  waitKey=None, window_name="draw_next", id2labels=None):
         """Yield augmented images (BGR uint8 numpy) with their boxes drawn by OpenCV;
         ``mean``/``std`` (True: ImageNet's) undo the normalisation first."""
         import cv2

@@ -5,7 +5,7 @@
 >>> mx.image.detection.ImageDetIter is mx.image.ImageDetIter
 True
 """
-from .det_augment import *  # noqa: F401,F403 - MXNet's module exports these names
+from .det_augment import *  # noqa: F403 - MXNet's module exports these names
 from .det_augment import __all__ as _augment_names
 from .det_iterator import ImageDetIter
 

@@ -268,7 +268,7 @@ class ImageIter(DataIter):
         """Decode one sample, naming it in the error (RuntimeError, as MXNet)."""
         try:
             return imdecode(s)
-        except Exception as e:  # noqa: BLE001 - any decoder error names the sample
+        except Exception as e:  # any decoder error names the sample
             raise RuntimeError(f"{self._locate()}, {e}") from e
 
     def read_image(self, fname):

@@ -73,7 +73,7 @@ class _MNISTSource(NativeIter):
         return np.zeros(self.batch_size, np.uint64)  # MXNet's MNIST leaves it unset
 
 
-def MNISTIter(*, image: str = "./train-images-idx3-ubyte",  # noqa: N802 - MXNet's name
+def MNISTIter(*, image: str = "./train-images-idx3-ubyte",  # MXNet's name
               label: str = "./train-labels-idx1-ubyte", batch_size: int = 128,
               shuffle=True, flat=False, seed: int = 0, silent=False, num_parts: int = 1,
               part_index: int = 0, **kwargs) -> MXDataIter:
@@ -149,7 +149,7 @@ def _read_csv(path: str, shape: tuple, dtype) -> np.ndarray:
     return np.asarray(rows, dtype=dtype).reshape((len(rows),) + tuple(shape))
 
 
-def CSVIter(*, data_csv: str, data_shape, batch_size: int, label_csv: str = "NULL",  # noqa: N802
+def CSVIter(*, data_csv: str, data_shape, batch_size: int, label_csv: str = "NULL",
             label_shape=(1,), round_batch=True, dtype=None, **kwargs) -> MXDataIter:
     """Iterate over the rows of CSV files (MXNet 1.9.1's ``mx.io.CSVIter``).
 
@@ -208,7 +208,7 @@ def _read_libsvm(path: str, width: int):
     """``(labels, indptr, indices, values)`` of a LibSVM file (0-based ``index:value``)."""
     labels, indptr, indices, values = [], [0], [], []
     try:
-        f = open(path)  # noqa: SIM115 - closed below
+        f = open(path)  # closed below
     except OSError as err:
         raise MXNetError(f'LibSVMIter: cannot open "{path}": {err.strerror}') from err
     with f:
@@ -234,7 +234,7 @@ def _read_libsvm(path: str, width: int):
             np.asarray(indices, np.int64), np.asarray(values, np.float32))
 
 
-def LibSVMIter(*, data_libsvm: str, data_shape, batch_size: int,  # noqa: N802 - MXNet's name
+def LibSVMIter(*, data_libsvm: str, data_shape, batch_size: int,  # MXNet's name
                label_libsvm: str = "NULL", label_shape=(1,), num_parts: int = 1,
                part_index: int = 0, round_batch=True, **kwargs) -> MXDataIter:
     """Iterate over LibSVM files (MXNet 1.9.1's ``mx.io.LibSVMIter``), as dense batches.

@@ -345,7 +345,7 @@ def image_record_iter(name: str, kwargs: dict, **overrides) -> MXDataIter:
     return MXDataIter(ImageRecordLoader(p, source, plan, label_map), **front)
 
 
-def ImageRecordIter(**kwargs) -> MXDataIter:  # noqa: N802 - MXNet's name
+def ImageRecordIter(**kwargs) -> MXDataIter:  # MXNet's name
     """Iterate over image RecordIO files (MXNet 1.9.1's ``mx.io.ImageRecordIter``).
 
     Each record (``mx.recordio.pack_img``/``im2rec`` format) is decoded with OpenCV,
@@ -390,7 +390,7 @@ def ImageRecordIter(**kwargs) -> MXDataIter:  # noqa: N802 - MXNet's name
     return image_record_iter("ImageRecordIter", kwargs)
 
 
-def ImageRecordUInt8Iter(**kwargs) -> MXDataIter:  # noqa: N802 - MXNet's name
+def ImageRecordUInt8Iter(**kwargs) -> MXDataIter:  # MXNet's name
     """``ImageRecordIter`` with uint8 pixels (deprecated in MXNet for ``dtype='uint8'``).
 
     >>> ImageRecordUInt8Iter.__name__
@@ -399,7 +399,7 @@ def ImageRecordUInt8Iter(**kwargs) -> MXDataIter:  # noqa: N802 - MXNet's name
     return image_record_iter("ImageRecordUInt8Iter", kwargs, dtype="uint8")
 
 
-def ImageRecordInt8Iter(**kwargs) -> MXDataIter:  # noqa: N802 - MXNet's name
+def ImageRecordInt8Iter(**kwargs) -> MXDataIter:  # MXNet's name
     """``ImageRecordIter`` with int8 pixels ``saturate(pixel - round(mean))`` (deprecated in
     MXNet for ``dtype='int8'``).
 
@@ -491,7 +491,7 @@ def _max_label_width(source: RecordSource) -> int:
     return width
 
 
-def ImageDetRecordIter(**kwargs) -> MXDataIter:  # noqa: N802 - MXNet's name
+def ImageDetRecordIter(**kwargs) -> MXDataIter:  # MXNet's name
     """Iterate over detection RecordIO files (MXNet 1.9.1's ``mx.io.ImageDetRecordIter``).
 
     Records hold an array label ``[header_width, object_width, extra..., objects...]``

@@ -32,7 +32,7 @@ def _worker(iters: list, q: queue.Queue, stop: threading.Event) -> None:
                     batches.append(None)
             if not _put(q, ("batches", batches), stop) or batches[0] is None:
                 return
-    except BaseException as err:  # noqa: BLE001 - handed to the consumer, re-raised there
+    except BaseException as err:  # handed to the consumer, re-raised there
         _put(q, ("error", err), stop)
 
 

@@ -46,7 +46,7 @@ class KVStoreServer:
                 logging.basicConfig(level=logging.DEBUG, format=head)
                 self.init_logginig = True
             if cmd_id == 0:
-                self.kvstore.set_optimizer(pickle.loads(cmd_body))  # noqa: S301 - MXNet's protocol
+                self.kvstore.set_optimizer(pickle.loads(cmd_body))  # MXNet's protocol
             else:
                 print(f"server {self.kvstore.rank}, unknown command ({cmd_id}, {cmd_body})")
         return server_controller

@@ -1,17 +1,31 @@
-"""``BaseModule``: the generic fit/score/predict loops every module shares (MXNet 1.x)."""
+"""``BaseModule``: the generic fit/score/predict loops every module shares (MXNet 1.x).
+
+>>> import symgraph as mx
+>>> mod = mx.mod.Module(mx.sym.Variable('data') * 2, label_names=None)
+>>> mod.bind(data_shapes=[('data', (2, 3))], for_training=False)
+>>> mod.init_params()
+>>> mod.predict(mx.nd.ones((2, 3))).asnumpy().tolist()
+[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]
+"""
 from __future__ import annotations
 
 import logging
 import time
 import warnings
 
-from ..base import _as_list
-from ..model import BatchEndParam
+from .. import metric
+from ..base import MXNetError, _as_list
+from ..callback import BatchEndParam
+from ..context import cpu
+from ..initializer import Uniform
+from ..io import NDArrayIter
+from ..ndarray import NDArray
 from ..ndarray import concat as nd_concat
+from ..ndarray import load as nd_load
+from ..ndarray import save as nd_save
 
 
 def _metric(eval_metric):
-    from .. import metric
     return eval_metric if isinstance(eval_metric, metric.EvalMetric) else \
         metric.create(eval_metric)
 
@@ -98,8 +112,6 @@ class BaseModule:
     def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True,
                 always_output_list=False, sparse_row_id_fn=None):
         """Outputs over ``eval_data`` (merged over batches by default)."""
-        from ..io import NDArrayIter
-        from ..ndarray import NDArray
         if isinstance(eval_data, NDArray):
             eval_data = NDArrayIter(eval_data, batch_size=eval_data.shape[0])
         outputs = [[o.copy() for o in outs] for outs, _, _ in
@@ -119,7 +131,6 @@ class BaseModule:
             begin_epoch=0, num_epoch=None, validation_metric=None, monitor=None,
             sparse_row_id_fn=None) -> None:
         """Train: bind, init params and optimizer, then epochs of forward/backward/update."""
-        from ..initializer import Uniform
         if num_epoch is None:
             raise ValueError("please specify number of epochs")
         self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
@@ -185,18 +196,15 @@ class BaseModule:
     # ------------------------------------------------------------ parameters (shared)
     def save_params(self, fname: str) -> None:
         """Save parameters as ``arg:``/``aux:`` entries of a ``.params`` file (atomic)."""
-        from ..ndarray import save
         arg_params, aux_params = self.get_params()
         save_dict = {f"arg:{k}": v.as_in_context(_cpu()) for k, v in arg_params.items()}
         save_dict.update({f"aux:{k}": v.as_in_context(_cpu()) for k, v in aux_params.items()})
-        save(fname, save_dict)
+        nd_save(fname, save_dict)
 
     def load_params(self, fname: str) -> None:
         """Load parameters written by :meth:`save_params` (or MXNet)."""
-        from ..base import MXNetError
-        from ..ndarray import load
         arg_params, aux_params = {}, {}
-        for key, value in load(fname).items():
+        for key, value in nd_load(fname).items():
             kind, _, name = key.partition(":")
             if kind not in ("arg", "aux"):
                 raise MXNetError(f"Invalid param file {fname}: key {key!r}")
@@ -324,5 +332,4 @@ class BaseModule:
 
 
 def _cpu():
-    from ..context import cpu
     return cpu()

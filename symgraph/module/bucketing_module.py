@@ -14,6 +14,14 @@ Beyond MXNet:
   graph memory pool); ``memory_stats()`` reports it;
 - at most ``max_buckets`` bound buckets are cached (least recently used evicted, never the
   default or the current one; ``config.max_buckets`` / ``SYMGRAPH_MAX_BUCKETS``).
+
+>>> import symgraph as mx
+>>> def sym_gen(length):
+...     return mx.sym.Variable('data') * 2, ('data',), None
+>>> mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=4)
+>>> mod.bind([('data', (1, 4))], for_training=False)
+>>> mod._default_bucket_key, list(mod._buckets)
+(4, [4])
 """
 from __future__ import annotations
 
@@ -21,12 +29,15 @@ import logging
 from collections import OrderedDict
 
 import numpy as np
+import torch
 
 from .. import config
+from .. import ndarray as nd
+from .. import symbol as sym
 from ..context import cpu
 from ..distributed import one_writer
-from ..model import load_params
 from ..symbol.naming import NameManager
+from ..training.model_io import load_params
 from .base_module import BaseModule, _check_input_names
 from .module import Module
 
@@ -86,7 +97,6 @@ class BucketArena:
         self.peak_bytes = max(self.peak_bytes, self.planned_bytes)
 
     def _graph_pool(self, device):
-        import torch
         name = str(device)
         if name not in self._pools:
             with torch.cuda.device(device):
@@ -469,7 +479,6 @@ compression_params
         """Save the parameters, one ``prefix-<key>-symbol.json`` per bucket and the bucket
         keys (``prefix.buckets``, int32), as MXNet does (in a distributed job only rank 0
         writes)."""
-        from .. import ndarray as nd
         assert len(self._buckets) > 0, "Empty BucketingModule cannot be saved"
         self.save_params(f"{prefix}-{epoch:04d}.params")
         keys = list(self._seen_keys)
@@ -482,8 +491,6 @@ compression_params
     def load(prefix: str, epoch: int, sym_gen=None, default_bucket_key=None,
              **kwargs) -> BucketingModule:
         """A BucketingModule from :meth:`save_checkpoint` files (parameters are set at bind)."""
-        from .. import ndarray as nd
-        from .. import symbol as sym
         assert sym_gen is not None, "sym_gen is required for loading BucketingModule"
         assert default_bucket_key is not None, \
             "default_bucket_key is required for loading BucketingModule"

@@ -1,8 +1,15 @@
 """``Module``: a symbol bound on one or more contexts, with parameters and an optimizer.
 
 Internal handles that real scripts reach into keep MXNet's names: ``_exec_group`` (the
-shared :class:`~symgraph.executor_group.DataParallelExecutorGroup`, ``.execs``),
+shared :class:`~symgraph.module.executor_group.DataParallelExecutorGroup`, ``.execs``),
 ``_arg_params``, ``_aux_params``, ``_optimizer``, ``_kvstore``, ``_updater``.
+
+>>> import symgraph as mx
+>>> net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2, name='fc')
+>>> mod = Module(net, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+>>> mod.bind(data_shapes=[('data', (4, 3))]); mod.init_params()
+>>> len(mod._exec_group.execs), sorted(mod.get_params()[0])
+(2, ['fc_bias', 'fc_weight'])
 """
 from __future__ import annotations
 
@@ -12,24 +19,24 @@ import warnings
 import numpy as np
 
 from .. import checkpoint
+from .. import optimizer as opt
 from ..base import BindError, MXNetError
 from ..context import Context, cpu
 from ..distributed import one_writer
 from ..executor import checked_source
-from ..executor_group import DataParallelExecutorGroup
 from ..fileio import atomic_write
+from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
-from ..model import (
-    MissingParamError,
-    _checkpoint_dict,
+from ..ndarray import zeros
+from ..training.model_io import MissingParamError, _checkpoint_dict, load_checkpoint
+from ..training.model_kvstore import (
     _create_kvstore,
     _initialize_kvstore,
     _update_params,
     _update_params_on_kvstore,
-    load_checkpoint,
 )
-from ..ndarray import zeros
 from .base_module import BaseModule, _check_input_names
+from .executor_group import DataParallelExecutorGroup
 
 
 def _names(desc_list) -> list[str]:
@@ -205,7 +212,6 @@ class Module(BaseModule):
                           "init_params call ignored.", stacklevel=2)
             return
         assert self.binded, "call bind before initializing the parameters"
-        from ..initializer import Uniform
         initializer = initializer if initializer is not None else Uniform(0.01)
         staged = self._stage_init(initializer, arg_params, aux_params, allow_missing)
         for arr, src in staged:
@@ -227,7 +233,6 @@ class Module(BaseModule):
         """``(host array, new value)`` of every parameter to set, all checked first; values
         not given come from ``initializer``, written into copies while the current values
         must survive an error (force_init of initialised parameters)."""
-        from ..initializer import InitDesc
         self._check_init_params(arg_params, aux_params, allow_missing)
         attrs, staged = None, []
         for params, given in ((self._arg_params, arg_params), (self._aux_params, aux_params)):
@@ -361,7 +366,6 @@ class Module(BaseModule):
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring...")
             return
-        from .. import optimizer as opt
         if self._params_dirty:
             self._sync_params_from_devices()
         kvstore, update_on_kvstore = _create_kvstore(kvstore, len(self._context),

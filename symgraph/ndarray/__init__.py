@@ -6,8 +6,11 @@
 array([[ 5., 14.],
        [14., 50.]], dtype=float32)
 """
+import importlib as _importlib
+
 from .. import unsupported as _unsupported
 from ..ops.namespaces import module_getattr as _module_getattr
+from ..ops.namespaces import names as _names
 from . import _internal, contrib, image, linalg, random, sparse  # noqa: F401 - namespaces
 from . import _internal as gen__internal  # noqa: F401 - MXNet's generated-module names
 from . import contrib as gen_contrib  # noqa: F401
@@ -16,7 +19,6 @@ from . import linalg as gen_linalg  # noqa: F401
 from . import op as gen_op  # noqa: F401
 from . import sparse as gen_sparse  # noqa: F401
 from .helpers import (  # noqa: F401 - MXNet's Python-level functions
-    CachedOp,
     concatenate,
     eye,
     from_dlpack,
@@ -97,12 +99,20 @@ random_normal = random.normal
 # every other operator (nd.broadcast_add, nd.FullyConnected...) is made from the registry
 # on first access; the namespaces nd.linalg, nd.contrib, nd.image, nd._internal, nd.sparse
 # are submodules made the same way
-__getattr__ = _module_getattr("", globals(), _make_function)
+_op_getattr = _module_getattr("", globals(), _make_function)
+# MXNet's names of the layer above NDArray (symgraph.imperative imports this package's
+# modules, so they are looked up on first use, as symgraph's own top-level modules are)
+_ABOVE = {"CachedOp": "symgraph.imperative.cached_graph"}
+
+
+def __getattr__(name: str):
+    if name in _ABOVE:
+        return getattr(_importlib.import_module(_ABOVE[name]), name)
+    return _op_getattr(name)
 
 
 def __dir__() -> list[str]:
-    from ..ops.namespaces import names
-    return sorted(set(globals()) | set(names("")))
+    return sorted(set(globals()) | set(_ABOVE) | set(_names("")))
 
 __all__ = [
     "NDArray", "ParamsFormatError", "random", "random_uniform", "random_normal",

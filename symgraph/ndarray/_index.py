@@ -145,3 +145,23 @@ def _broadcast(value: torch.Tensor, shape: tuple) -> torch.Tensor:
     except RuntimeError as err:
         raise ShapeError(f"cannot assign a value of shape {tuple(value.shape)} to a region "
                          f"of shape {shape}") from err
+
+
+def slice_is_contiguous(slc_key, shape) -> bool:
+    """Whether slicing a C-contiguous array of ``shape`` with ``slc_key`` (one slice per
+    axis) gives a C-contiguous result (then MXNet's result shares the memory)."""
+    assert len(slc_key) == len(shape)
+    strides, stride = [], 1
+    for n in reversed(shape):
+        strides.append(stride)
+        stride *= n
+    expected, contiguous = 1, True
+    for slc, n, st in zip(reversed(slc_key), reversed(shape), strides):
+        start, stop, step = slc.indices(n)
+        length = len(range(start, stop, step))
+        if length == 0:
+            return True
+        if length > 1 and st * step != expected:
+            contiguous = False
+        expected *= length
+    return contiguous or expected <= 1

@@ -1,9 +1,8 @@
 """``mx.nd.contrib``: MXNet's ``_contrib_*`` operators as imperative functions, made from the
 operator registry on first access (see :mod:`symgraph.ops.namespaces`), and MXNet's
 Python-level contrib helpers."""
-import symgraph as mx  # noqa: F401 - names MXNet's contrib module carries
+import importlib
 
-from .. import ndarray  # noqa: F401
 from ..context import current_context
 from ..contrib import functions as _functions
 from ..contrib.functions import isfinite, isinf, isnan  # noqa: F401
@@ -16,11 +15,18 @@ from ..contrib.optimizer_updates import (  # noqa: F401 - MXNet's contrib wrappe
     multi_mp_lamb_update,
 )
 from ..ops.namespaces import module_getattr as _module_getattr
+from . import ndarray  # noqa: F401 - MXNet's contrib module carries ndarray.ndarray
 from .control_flow import cond, foreach, while_loop  # noqa: F401 - MXNet's contrib names
 from .random import uniform
 from .register import make_function as _make_function
 
-__getattr__ = _module_getattr("contrib", globals(), _make_function)
+_op_getattr = _module_getattr("contrib", globals(), _make_function)
+
+
+def __getattr__(name: str):
+    if name == "mx":  # a name MXNet's contrib module carries: the package, which imports this
+        return importlib.import_module("symgraph")
+    return _op_getattr(name)
 
 
 def rand_zipfian(true_classes, num_sampled: int, range_max: int, ctx=None):

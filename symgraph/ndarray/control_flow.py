@@ -13,13 +13,14 @@ loop inputs, the states and any array the body captures.
 from __future__ import annotations
 
 from ..ops.control_flow_exec import as_scalar, flatten, regroup
+from . import op
 from .ndarray import NDArray
+from .utils import zeros
 
 
 def foreach(body, data, init_states):
     """Run ``out, states = body(data[i], states)`` for each ``i`` along axis 0; the outputs
     of all steps are stacked, the states of the last step returned."""
-    from . import op
     flat_data, _ = flatten(data, "foreach input", NDArray)
     flatten(init_states, "foreach states", NDArray)
     single = isinstance(data, NDArray)
@@ -51,8 +52,6 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
     """Run ``outs, loop_vars = func(*loop_vars)`` while ``cond(*loop_vars)`` holds, at most
     ``max_iterations`` times; step outputs are stacked and padded to ``max_iterations``
     rows (the padding is uninitialised, as MXNet's)."""
-    from . import op
-    from .utils import zeros
     if max_iterations is None:
         raise ValueError("max_iterations should be specified")
     max_iterations = as_scalar(max_iterations, int, "max_iteration")

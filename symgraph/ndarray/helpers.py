@@ -1,7 +1,7 @@
 """MXNet's Python-level ``nd`` functions that are not single operators: ``concatenate``,
 ``moveaxis``, ``onehot_encode``, ``true_divide``, ``logical_and/or/xor``, ``linspace``,
-``eye``, ``histogram``, ``split_v2``, DLPack and numpy zero-copy exchange, ``CachedOp``,
-and the indexing helpers MXNet exports.
+``eye``, ``histogram``, ``split_v2``, DLPack and numpy zero-copy exchange,
+and the indexing helpers MXNet exports (``CachedOp`` is in :mod:`symgraph.imperative`).
 
 >>> from symgraph import ndarray as nd
 >>> nd.moveaxis(nd.zeros((2, 3, 4)), 0, -1).shape
@@ -20,6 +20,7 @@ import torch.utils.dlpack
 
 from ..base import MXNetError, ShapeError
 from .ndarray import NDArray, py_slice
+from .op import divide
 from .register import invoke, write_out
 
 # MXNet's indexing dispatch codes
@@ -72,7 +73,6 @@ def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
 
 def true_divide(lhs, rhs) -> NDArray:
     """``lhs / rhs`` (MXNet's alias of ``divide``)."""
-    from .op import divide
     return divide(lhs, rhs)
 
 
@@ -107,12 +107,12 @@ def linspace(start, stop, num, endpoint=True, ctx=None, dtype="float32") -> NDAr
                                     "endpoint": endpoint, "ctx": ctx, "dtype": dtype})
 
 
-def eye(N, M=0, k=0, ctx=None, dtype="float32", **kwargs) -> NDArray:  # noqa: N803
+def eye(N, M=0, k=0, ctx=None, dtype="float32", **kwargs) -> NDArray:
     """An ``N x M`` array with ones on diagonal ``k`` (operator ``_eye``)."""
     return invoke("_eye", (), {"N": N, "M": M, "k": k, "ctx": ctx, "dtype": dtype, **kwargs})
 
 
-def histogram(a: NDArray, bins=10, range=None):  # noqa: A002 - MXNet's name
+def histogram(a: NDArray, bins=10, range=None):
     """Histogram counts and bin edges (operator ``_histogram``): ``bins`` is a count (with
     ``range``) or an NDArray of edges."""
     if isinstance(bins, NDArray):
@@ -166,35 +166,6 @@ def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mea
     return invoke("_imdecode", (), {"index": index, "x0": clip_rect[0], "y0": clip_rect[1],
                                     "x1": clip_rect[2], "y1": clip_rect[3],
                                     "c": channels}, out)
-
-
-class CachedOp:
-    """A symbol run as a function on NDArrays, inputs in ``sym.list_inputs()`` order
-    (MXNet's CachedOp), through a cached bound graph.
-
-    >>> import symgraph as mx
-    >>> op = mx.nd.CachedOp(mx.sym.var('a') * 2 + mx.sym.var('b'))
-    >>> op(mx.nd.ones((2,)), mx.nd.ones((2,))).asnumpy()
-    array([3., 3.], dtype=float32)
-    """
-
-    def __init__(self, sym, flags=(), thread_safe: bool = False):
-        from ..cached_graph import CachedGraph
-        self._inputs = sym.list_inputs()
-        aux = set(sym.list_auxiliary_states())
-        self._args = [n for n in self._inputs if n not in aux]
-        self._current: dict = {}
-        self._graph = CachedGraph(sym, self._args, lambda ctx: self._current, "CachedOp")
-
-    def __call__(self, *args, out=None, **kwargs):
-        if len(args) != len(self._inputs):
-            raise MXNetError(f"CachedOp expects {len(self._inputs)} inputs "
-                             f"({self._inputs}), got {len(args)}")
-        given = dict(zip(self._inputs, args))
-        self._current = {n: (a, None, "null") for n, a in given.items() if n not in self._args}
-        outs = self._graph([given[n] for n in self._args], args[0].context)
-        result = outs[0] if len(outs) == 1 else outs
-        return result if out is None else write_out(result, out)
 
 
 def get_indexing_dispatch_code(key) -> int:

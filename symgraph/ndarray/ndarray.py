@@ -6,12 +6,19 @@ from collections.abc import Iterator
 
 import numpy as np
 import torch
+import torch.utils.dlpack
 
-from .. import autograd
-from ..base import DTypeError, MXNetError, ShapeError, dtype_name, to_numpy_dtype, to_torch_dtype
+from ..base import (
+    DTypeError,
+    MXNetError,
+    ShapeError,
+    dtype_name,
+    to_numpy_dtype,
+    to_torch_dtype,
+    unsupported,
+)
 from ..context import Context, context_of
-from . import _index, _math
-from . import recorded as _recorded
+from . import _index, _math, hooks
 
 
 def _records_as(op: str, dropped: tuple[str, ...] = ("inplace",)):
@@ -19,10 +26,10 @@ def _records_as(op: str, dropped: tuple[str, ...] = ("inplace",)):
     operator ``op`` instead (so it is differentiated); ``dropped`` keywords do not apply."""
     def decorate(method):
         def call(self, *args, **kwargs):
-            if _recorded.recording(self):
-                from .register import invoke
-                return invoke(op, (self, *args), {k: v for k, v in kwargs.items()
-                                                  if k not in dropped})
+            rec = hooks.STATE.recorder
+            if rec is not None and rec.tracks(self):
+                return rec.invoke(op, (self, *args), {k: v for k, v in kwargs.items()
+                                                      if k not in dropped})
             return method(self, *args, **kwargs)
 
         call.__name__ = call.__qualname__ = method.__name__
@@ -38,12 +45,25 @@ def _accepts_out(method):
         result = method(self, *args, **kwargs)
         if out is None:
             return result
-        from .register import write_out
         return write_out(result, out)
 
     call.__name__ = call.__qualname__ = method.__name__
     call.__doc__, call.__wrapped__ = method.__doc__, method
     return call
+
+
+def write_out(results, out):
+    """Copy ``results`` (an NDArray or a list) into ``out`` (the same); returns ``out``."""
+    results = [results] if isinstance(results, NDArray) else list(results)
+    targets = [out] if isinstance(out, NDArray) else list(out)
+    if len(targets) != len(results):
+        raise MXNetError(f"out= gives {len(targets)} arrays for {len(results)} outputs")
+    for target, value in zip(targets, results):
+        if tuple(target.shape) != tuple(value.shape):
+            raise ShapeError(f"out= array has shape {target.shape}, the result has shape "
+                             f"{value.shape}")
+        target._t.copy_(value._t)
+    return out
 
 
 def _box(begin, end, step) -> tuple:
@@ -130,7 +150,7 @@ class NDArray:
     _ag_req = "null"
     # whether a backward wrote a gradient for this (parameter) array since the last update
     _fresh_grad = False
-    # the chain of recorded calls that will compute this array (``symgraph.deferred``)
+    # the chain of recorded calls that will compute this array (``imperative.deferred``)
     _chain = None
 
     @property
@@ -173,7 +193,17 @@ class NDArray:
             raise MXNetError(f"attach_grad: stype {stype!r} is not supported (dense only)")
         grad = NDArray(torch.zeros_like(self._t))
         grad._ctx = self._ctx
-        autograd.mark_variables([self], [grad], grad_req)
+        self._mark(grad, grad_req)
+
+    def _mark(self, grad: NDArray | None, grad_req: str) -> None:
+        """Make this array a variable whose gradient a backward pass writes (``'write'``) or
+        adds (``'add'``) into ``grad`` (``autograd.mark_variables``; ``'null'``: none)."""
+        if grad_req not in ("write", "add", "null"):
+            raise MXNetError(f"mark_variables: grad_req must be 'write', 'add' or 'null', "
+                             f"got {grad_req!r}")
+        self._ag_grad = None if grad_req == "null" else grad
+        self._ag_req = grad_req
+        self._ag_node = None  # a variable starts a new graph
 
     @property
     def grad(self) -> NDArray | None:
@@ -183,8 +213,8 @@ class NDArray:
     def backward(self, out_grad=None, retain_graph: bool = False,
                  train_mode: bool = True) -> None:
         """Gradients of this recorded array with respect to every marked variable."""
-        autograd.backward([self], None if out_grad is None else [out_grad],
-                          retain_graph=retain_graph, train_mode=train_mode)
+        hooks.backward([self], None if out_grad is None else [out_grad],
+                       retain_graph=retain_graph, train_mode=train_mode)
 
     def detach(self) -> NDArray:
         """The same values, outside any recorded graph."""
@@ -281,20 +311,17 @@ class NDArray:
 
     def as_np_ndarray(self):
         """MXNet's NumPy-interface array: not provided."""
-        from ..base import unsupported
         raise unsupported("NDArray.as_np_ndarray", "the NumPy-compatible interface (mx.np) "
                           "is not implemented")
 
     def tostype(self, stype: str) -> NDArray:
         """Storage conversion: ``'default'`` returns a copy; sparse storage types raise."""
         if stype != "default":
-            from ..base import unsupported
             raise unsupported(f"tostype({stype!r})", "sparse storage is not implemented")
         return self.copy()
 
     def to_dlpack_for_read(self):
         """A DLPack capsule sharing this array's memory."""
-        import torch.utils.dlpack
         return torch.utils.dlpack.to_dlpack(self._t)
 
     to_dlpack_for_write = to_dlpack_for_read
@@ -346,25 +373,8 @@ class NDArray:
             raise MXNetError("NDArray pickle state must hold the array's bytes under 'handle'")
         self._t = load_raw(handle)._t
 
-    @staticmethod
-    def _basic_indexing_slice_is_contiguous(slc_key, shape) -> bool:
-        """Whether slicing a C-contiguous array of ``shape`` with ``slc_key`` (one slice per
-        axis) gives a C-contiguous result (then MXNet's result shares the memory)."""
-        assert len(slc_key) == len(shape)
-        strides, stride = [], 1
-        for n in reversed(shape):
-            strides.append(stride)
-            stride *= n
-        expected, contiguous = 1, True
-        for slc, n, st in zip(reversed(slc_key), reversed(shape), strides):
-            start, stop, step = slc.indices(n)
-            length = len(range(start, stop, step))
-            if length == 0:
-                return True
-            if length > 1 and st * step != expected:
-                contiguous = False
-            expected *= length
-        return contiguous or expected <= 1
+    # MXNet's private helper, which scripts reach (test_dropin)
+    _basic_indexing_slice_is_contiguous = staticmethod(_index.slice_is_contiguous)
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -385,20 +395,24 @@ class NDArray:
 
     def __getitem__(self, key) -> NDArray:
         out = NDArray(_index.getitem(self._t, _unwrap_key(key)))
-        if _recorded.recording(self):
-            return _recorded.getitem(self, key, out.shape)
+        rec = hooks.STATE.recorder
+        if rec is not None and rec.tracks(self):
+            return rec.getitem(self, key, out.shape)
         return out
 
     def __setitem__(self, key, value) -> None:
-        if key is not None and key is not Ellipsis and _recorded.recording(self, value):
+        rec = hooks.STATE.recorder
+        if key is not None and key is not Ellipsis and rec is not None and \
+                rec.tracks(self, value):
             raise MXNetError("Inplace operations (+=, -=, x[:]=, etc) are not supported when "
                              "recording with autograd.")
         _index.setitem(self._t, _unwrap_key(key), _value_tensor(value, self._t))
 
     # ----------------------------------------------------------------- arithmetic
     def _binary(self, name: str, other, reflected: bool = False) -> NDArray:
-        if _recorded.recording(self, other):
-            out = _recorded.binary(name, self, other, reflected)
+        rec = hooks.STATE.recorder
+        if rec is not None and rec.tracks(self, other):
+            out = rec.binary(name, self, other, reflected)
             if out is not None:
                 return out
         if isinstance(other, NDArray):
@@ -470,8 +484,9 @@ class NDArray:
         return self._binary("pow", other, reflected=True)
 
     def __neg__(self) -> NDArray:
-        if _recorded.recording(self):
-            return _recorded.apply("negative", [self])
+        rec = hooks.STATE.recorder
+        if rec is not None and rec.tracks(self):
+            return rec.apply("negative", [self])
         return NDArray(torch.neg(self._t))
 
     def __abs__(self) -> NDArray:
@@ -523,8 +538,9 @@ class NDArray:
         new = _math.infer_reshape(self.shape, shape, reverse)
         if any(d < 0 for d in new) or math.prod(new) != self.size:
             raise ShapeError(f"Cannot reshape array of size {self.size} into shape {tuple(shape)}")
-        if _recorded.recording(self):
-            return _recorded.apply("Reshape", [self], shape=tuple(new))
+        rec = hooks.STATE.recorder
+        if rec is not None and rec.tracks(self):
+            return rec.apply("Reshape", [self], shape=tuple(new))
         return NDArray(self._t.reshape(new))
 
     @_records_as("transpose")
@@ -593,42 +609,38 @@ class NDArray:
         return NDArray(torch.ones_like(self._t))
 
     # ----------------------------------------------------------------- reductions
+    def _reduce(self, name: str, axis, keepdims, exclude) -> NDArray:
+        rec = hooks.STATE.recorder
+        if rec is not None and rec.tracks(self):
+            return rec.apply(name, [self], axis=axis, keepdims=keepdims, exclude=exclude)
+        return NDArray(_math.reduce(name, self._t, axis, bool(keepdims), bool(exclude)))
+
     @_accepts_out
     def sum(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Sum over ``axis`` (all axes by default); see :func:`symgraph.ndarray.sum`."""
-        if _recorded.recording(self):
-            return _recorded.apply("sum", [self], axis=axis, keepdims=keepdims, exclude=exclude)
-        return NDArray(_math.reduce("sum", self._t, axis, bool(keepdims), bool(exclude)))
+        return self._reduce("sum", axis, keepdims, exclude)
 
     @_accepts_out
     def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Mean over ``axis``; integer arrays give a truncated integer mean."""
-        if _recorded.recording(self):
-            return _recorded.apply("mean", [self], axis=axis, keepdims=keepdims, exclude=exclude)
-        return NDArray(_math.reduce("mean", self._t, axis, bool(keepdims), bool(exclude)))
+        return self._reduce("mean", axis, keepdims, exclude)
 
     @_accepts_out
     def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Maximum over ``axis``."""
-        if _recorded.recording(self):
-            return _recorded.apply("max", [self], axis=axis, keepdims=keepdims, exclude=exclude)
-        return NDArray(_math.reduce("max", self._t, axis, bool(keepdims), bool(exclude)))
+        return self._reduce("max", axis, keepdims, exclude)
 
     @_accepts_out
     def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Minimum over ``axis``."""
-        if _recorded.recording(self):
-            return _recorded.apply("min", [self], axis=axis, keepdims=keepdims, exclude=exclude)
-        return NDArray(_math.reduce("min", self._t, axis, bool(keepdims), bool(exclude)))
+        return self._reduce("min", axis, keepdims, exclude)
 
     @_accepts_out
     def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Product over ``axis``."""
-        if _recorded.recording(self):
-            return _recorded.apply("prod", [self], axis=axis, keepdims=keepdims, exclude=exclude)
-        return NDArray(_math.reduce("prod", self._t, axis, bool(keepdims), bool(exclude)))
+        return self._reduce("prod", axis, keepdims, exclude)
 
-    def norm(self, ord=2, axis=None, out_dtype=None, keepdims=False) -> NDArray:  # noqa: A002
+    def norm(self, ord=2, axis=None, out_dtype=None, keepdims=False) -> NDArray:
         """L2 norm over ``axis`` (all elements by default, giving shape ``(1,)``); other
         ``ord``/``out_dtype`` run the registered ``norm`` operator."""
         if ord != 2 or out_dtype is not None:
@@ -636,8 +648,9 @@ class NDArray:
             return invoke("norm", (self,), {"ord": ord, "axis": axis, "out_dtype": out_dtype,
                                             "keepdims": keepdims})
         keepdims = bool(keepdims)
-        if _recorded.recording(self):
-            return _recorded.apply("norm", [self], axis=axis, keepdims=keepdims)
+        rec = hooks.STATE.recorder
+        if rec is not None and rec.tracks(self):
+            return rec.apply("norm", [self], axis=axis, keepdims=keepdims)
         return NDArray(_math.reduce("norm", self._t, axis, keepdims))
 
     @_accepts_out
@@ -652,8 +665,9 @@ class NDArray:
 
     # ----------------------------------------------------------------- elementwise
     def _unary(self, name: str) -> NDArray:
-        if _recorded.recording(self):
-            return _recorded.apply(name, [self])
+        rec = hooks.STATE.recorder
+        if rec is not None and rec.tracks(self):
+            return rec.apply(name, [self])
         return NDArray(_math.unary(name, self._t))
 
     @_records_as("clip")

@@ -10,10 +10,10 @@ from collections.abc import Callable
 import torch
 
 from ..base import DTypeError, ShapeError
-from . import _math
-from . import recorded as _recorded
+from ..ops.namespaces import module_getattr
+from . import _math, hooks
 from .ndarray import NDArray
-from .register import write_out
+from .register import invoke, make_function, write_out
 
 
 def _check_nd(fn: str, arg: str, value) -> NDArray:
@@ -158,7 +158,7 @@ log10 = _unary_function("log10")
 sqrt = _unary_function("sqrt")
 rsqrt = _unary_function("rsqrt")
 square = _unary_function("square")
-abs = _unary_function("abs")  # noqa: A001 - MXNet's name
+abs = _unary_function("abs")
 sign = _unary_function("sign")
 negative = _unary_function("negative")
 reciprocal = _unary_function("reciprocal")
@@ -169,7 +169,7 @@ sin = _unary_function("sin")
 cos = _unary_function("cos")
 floor = _unary_function("floor")
 ceil = _unary_function("ceil")
-round = _unary_function("round")  # noqa: A001 - MXNet's name
+round = _unary_function("round")
 rint = _unary_function("rint")
 fix = _unary_function("fix")
 
@@ -333,8 +333,9 @@ def _imperative(fn: Callable) -> Callable:
     registered = _RECORDED_AS.get(fn.__name__)
 
     def call(*args, out=None, name=None, **kwargs):
-        if registered and _recorded.recording(*[a for a in args if isinstance(a, NDArray)]):
-            from .register import invoke
+        rec = hooks.STATE.recorder
+        if registered and rec is not None and \
+                rec.tracks(*[a for a in args if isinstance(a, NDArray)]):
             return invoke(registered, args, kwargs, out)
         result = fn(*args, **kwargs)
         return result if out is None else write_out(result, out)
@@ -351,6 +352,4 @@ for _name in [*UNARY_DOCS, *BINARY_DOCS, "clip", "reshape", "transpose", "concat
 
 def __getattr__(name: str):
     """Operators without a function above are made from the registry (``nd.op.X``)."""
-    from ..ops.namespaces import module_getattr
-    from .register import make_function
     return module_getattr("op", globals(), make_function)(name)

@@ -4,10 +4,10 @@ A call runs the operator's own definition on NDArrays: its params are parsed fro
 keyword values as a symbol's attributes would be, its shape and dtype rules give the
 outputs, and its torch reference (specialised for the shapes through ``prepare``, once per
 (params, shapes, dtypes, device)) computes them. Under ``autograd.record()`` a call on
-arrays that take part in differentiation goes through a one-node graph instead
-(:mod:`symgraph.ndarray.recorded`), so ``backward`` uses the op's gradient rule. MXNet's
-keywords ``out=`` (write into given arrays), ``name=`` (ignored imperatively) and ``ctx=``
-(device of ops without inputs) are accepted as MXNet accepts them.
+arrays that take part in differentiation goes to the recorder in :mod:`symgraph.ndarray.hooks`
+(a one-node graph, :mod:`symgraph.imperative.recorded`), so ``backward`` uses the op's
+gradient rule. MXNet's keywords ``out=`` (write into given arrays), ``name=`` (ignored
+imperatively) and ``ctx=`` (device of ops without inputs) are accepted as MXNet accepts them.
 
 >>> from symgraph import ndarray as nd
 >>> nd.broadcast_add(nd.ones((2, 1)), nd.array([1, 2, 3])).asnumpy()
@@ -25,7 +25,6 @@ from collections.abc import Callable
 
 import torch
 
-from .. import autograd
 from .. import profiler as _profiler
 from .. import random as _random
 from ..attrs import HIDDEN_KEYS, to_attr_string
@@ -33,8 +32,11 @@ from ..base import MXNetError, ShapeError
 from ..context import Context, current_context
 from ..ops.base import OpDef, Runtime, get_op
 from ..symbol.graph import op_params
+from ..symbol.op_api import _docstring
+from ..symbol.op_api import _signature as symbol_signature
 from ..util import is_np_shape
-from .ndarray import NDArray
+from . import hooks
+from .ndarray import NDArray, write_out
 
 # (op name, id(params), shapes, dtypes, device) -> (params, forward, number of visible outputs)
 _PLANS: dict[tuple, tuple] = {}
@@ -96,7 +98,7 @@ def _plan(op: OpDef, p, called: str, ins: list[torch.Tensor], device: torch.devi
         return hit[1]
     out_shapes = _infer(op, p, called, shapes)
     params = p
-    if op.reads_out_shape:
+    if op.hints.reads_out_shape:
         params = type(p)({**p, "_out_shape": tuple(out_shapes[0])})
     fn = op.forward
     if op.prepare is not None and device.type == "cpu":
@@ -163,13 +165,14 @@ def invoke(called: str, args: tuple, kwargs: dict, out=None):
     if out is not None and op.mutated_inputs(p):  # an update writing over its own input may
         p = _mark_written(p, inputs, out)  # compute differently (MXNet's nag_mom_update)
     context, device = _device(inputs, ctx)
-    if op.eager is not None:  # output shape from values: registered fixed-shape ops run it
-        results = list(op.eager(_EagerBuilder(context), p, inputs))
-    elif autograd._STATE.recording and any(autograd.is_tracked(a) for a in inputs):
-        from .recorded import apply_op
-        results = apply_op(called, attrs, inputs, len(op.input_names(p)))
+    if op.special.eager is not None:  # output shape from values: fixed-shape ops run it
+        results = list(op.special.eager(_EagerBuilder(context), p, inputs))
     else:
-        results = _run(op, p, called, inputs, context, device)
+        rec = hooks.STATE.recorder
+        if rec is not None and rec.tracks(*inputs):
+            results = rec.apply_op(called, attrs, inputs, len(op.input_names(p)))
+        else:
+            results = _run(op, p, called, inputs, context, device)
     return _deliver(results, out)
 
 
@@ -201,10 +204,9 @@ class _EagerBuilder:
         """``tensor`` as an array made from ``inputs`` with a zero gradient to them (an
         empty result): under autograd a backward through it reaches them."""
         arr = self.array(tensor)
-        if autograd._STATE.recording and any(autograd.is_tracked(a) for a in inputs):
-            def zeros(ograds: list) -> list:
-                return [torch.zeros_like(a._t) for a in inputs]
-            autograd.attach([arr], autograd.Node(inputs, 1, zeros, "constant"))
+        rec = hooks.STATE.recorder
+        if rec is not None and rec.tracks(*inputs):
+            rec.constant(arr, inputs)
         return arr
 
 
@@ -213,7 +215,7 @@ def _run(op: OpDef, p, called: str, inputs: list[NDArray], context: Context,
     ins = [a._t for a in inputs]
     params, fn, visible = _plan(op, p, called, ins, device)
     n_reg = len(ins) - len(op.aux_names(p))
-    rt = Runtime(autograd._STATE.training, _random.generator(context), device)
+    rt = Runtime(hooks.STATE.training, _random.generator(context), device)
     if _profiler.ACTIVE.imperative:
         outs = _profiler.call_imperative(op.name, fn, params, ins[:n_reg], ins[n_reg:], rt,
                                          device=device)
@@ -235,22 +237,7 @@ def _deliver(results: list[NDArray], out):
     return write_out(results, out)
 
 
-def write_out(results, out):
-    """Copy ``results`` (an NDArray or a list) into ``out`` (the same); returns ``out``."""
-    results = [results] if isinstance(results, NDArray) else list(results)
-    targets = [out] if isinstance(out, NDArray) else list(out)
-    if len(targets) != len(results):
-        raise MXNetError(f"out= gives {len(targets)} arrays for {len(results)} outputs")
-    for target, value in zip(targets, results):
-        if tuple(target.shape) != tuple(value.shape):
-            raise ShapeError(f"out= array has shape {target.shape}, the result has shape "
-                             f"{value.shape}")
-        target._t.copy_(value._t)
-    return out
-
-
 def _signature(op: OpDef) -> inspect.Signature:
-    from ..symbol.op_api import _signature as symbol_signature
     params = list(symbol_signature(op).parameters.values())
     P = inspect.Parameter
     extra = [P("out", P.KEYWORD_ONLY, default=None)]
@@ -262,7 +249,6 @@ def make_function(called: str, op: OpDef, hint: str | None = None) -> Callable:
     def fn(*args, out=None, **kwargs):
         return invoke(called, args, kwargs, out)
 
-    from ..symbol.op_api import _docstring
     fn.__name__ = fn.__qualname__ = hint or called
     fn.__doc__ = _docstring(called, op, "NDArray")
     fn.__signature__ = _signature(op)

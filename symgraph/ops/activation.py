@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from ..attrs import Param
-from .base import OPS, Case, OpDef, register, unary_shape
+from .base import OPS, Case, OpDef, PlanHints, register, unary_shape
 
 _FORWARD = {
     "relu": torch.relu,
@@ -33,8 +33,8 @@ register(OpDef(
     name="Activation",
     params=(Param("act_type", "str", choices=tuple(_FORWARD),
                   doc="Activation function to apply."),),
-    infer_shape=unary_shape, gradient=_gradient, inplace=((0, 0),), expr=_expr,
-    activation=lambda p: p.act_type,
+    infer_shape=unary_shape, gradient=_gradient,
+    hints=PlanHints(inplace=((0, 0),), activation=lambda p: p.act_type), expr=_expr,
     forward=lambda p, ins, aux, rt: (_FORWARD[p.act_type](ins[0]),),
     cases=tuple(Case(((3, 5),), {"act_type": a}) for a in _FORWARD),
     doc="Elementwise activation: ``act_type`` is relu, sigmoid, tanh, softrelu or softsign."))

@@ -106,6 +106,57 @@ def same_type(p: Params, types: list):
     return [first] * len(types), [first]
 
 
+# a name list, or params -> names (variadic ops)
+Names = Sequence[str] | Callable[[Params], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class PlanHints:
+    """How the plan may treat a node of the op beyond running it (a handful of ops each)."""
+
+    # output 0 is input 0 unchanged or reshaped: with equal shapes the plan aliases it (no launch)
+    view: bool = False
+    # (output, input) pairs whose storage the output may take over when the input dies there
+    inplace: tuple[tuple[int, int], ...] = ()
+    # indices of regular inputs the forward writes in place (MXNet's FMutateInputs: an
+    # optimizer's momentum and variance), a tuple or p -> tuple; the plan never aliases them
+    mutates: tuple[int, ...] | Callable[[Params], tuple[int, ...]] = ()
+    mutates_aux: bool = False  # training forward updates aux states in place
+    # forward reads p.get("_needed") (a bool per output, set by the plan when some outputs
+    # have no reader) and may return None for outputs nobody reads
+    skips_unused_outputs: bool = False
+    # forward reads p.get("_out_shape"), the output shape after inference, set by the plan
+    # (creation ops whose ``shape`` param may leave dims 0 for inference to complete)
+    reads_out_shape: bool = False
+    # the activation this op applies, if it is one (relu/sigmoid/tanh): str or p -> str|None
+    activation: str | Callable[[Params], str | None] | None = None
+    # (p, act) -> a kernel computing this op with the activation fused into its epilogue,
+    # or None where it cannot (GEMM-based ops: bias + activation in one launch)
+    epilogue: Callable | None = None
+
+
+@dataclass(frozen=True)
+class Special:
+    """Hooks of the few ops that break a general rule."""
+
+    # (p, input shapes, output shapes) -> input shapes completed from what is known of the
+    # outputs, for MXNet rules that also run backwards (FullyConnected takes its batch size
+    # from its output: a zeros begin state of shape (0, H) learns N from the graph)
+    infer_inputs_from_outputs: Callable | None = None
+    # extra attributes for inputs MXNet creates as variables, by slot name
+    # (BatchNorm's moving_mean gets __init__ '["zero", {}]')
+    var_attrs: dict[str, dict[str, str]] | None = None
+    # an op whose output shape depends on input values (boolean_mask): (b, p, ins) -> outs,
+    # run imperatively (mx.nd) in place of ``forward``: ``b.op(name, *arrays, **attrs)`` calls
+    # registered fixed-shape ops (recorded under autograd, so their gradients apply),
+    # ``b.value(array)`` reads a tensor, ``b.array(tensor)`` wraps one, ``b.constant(tensor,
+    # *arrays)`` wraps one made from ``arrays`` with zero gradient. Bound graphs reject it.
+    eager: Callable | None = None
+    # (attrs, where) -> Params for an op whose attributes are no fixed schema (Custom: op_type
+    # plus the prop's own keyword strings); None: ``params`` is the schema
+    parse: Callable | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class OpDef:
     """Everything about one operator; see the module docstring."""
@@ -114,52 +165,27 @@ class OpDef:
     forward: ForwardFn = None  # type: ignore[assignment] # None: derived from ``decompose``
     infer_shape: ShapeFn = None  # type: ignore[assignment] # None: derived from ``decompose``
     params: tuple[Param, ...] = ()
-    inputs: Any = ("data",)  # list of names, or p -> names (variadic ops)
-    aux: Any = ()
-    # output names; a name starting with "_" is the plan's own plumbing with no MXNet
-    # counterpart (RNN's dropout seed and reserve): hidden, never shown to monitors
-    outputs: Any = ("output",)
+    inputs: Names = ("data",)
+    aux: Names = ()
+    outputs: Names = ("output",)  # "_..." names: plan plumbing MXNet has not (RNN's reserve)
     num_visible: Callable[[Params], int] | None = None
     infer_type: TypeFn = None  # type: ignore[assignment] # None: derived, or same_type
     gradient: GradFn | None = None
     aliases: tuple[str, ...] = ()
-    kernel: ForwardFn | None = None  # Triton implementation (kernels issue); None = reference
+    kernel: ForwardFn | None = None  # Triton implementation; None = the reference
     cases: tuple[Case, ...] = ()
     doc: str = ""
     loss: bool = False  # gradient ignores the head gradient (SoftmaxOutput, MakeLoss, ...)
     hidden: bool = False  # internal op (backward helpers); no public sym.X function
     key_var_num_args: str | None = None  # param that counts variadic inputs ("num_args")
     # draws from the generator (forward is not a pure function): bool, or p -> bool
-    random: Any = False
-    mutates_aux: bool = False  # training forward updates aux states in place
-    # indices of regular inputs the forward writes in place (MXNet's FMutateInputs: an
-    # optimizer's momentum and variance), a tuple or p -> tuple; the plan never aliases them
-    mutates: Any = ()
+    random: bool | Callable[[Params], bool] = False
     # False: MXNet registers no gradient (an optimizer update); backward through it is an error
     differentiable: bool = True
     # Triton expression of an elementwise op: a str.format template over the inputs ({0}, {1},
     # ...) and params ({scalar}), e.g. "tl.maximum({0}, 0.0)"; or p -> template. The plan
     # lowers such ops (alone or fused into chains) to generated kernels.
-    expr: Any = None
-    # the activation this op applies, if it is one (relu/sigmoid/tanh): str or p -> str|None
-    activation: Any = None
-    # (p, act) -> a kernel computing this op with the activation fused into its epilogue,
-    # or None where it cannot (GEMM-based ops: bias + activation in one launch)
-    epilogue: Callable | None = None
-    # output 0 is input 0 unchanged or reshaped: with equal shapes the plan aliases it (no launch)
-    view: bool = False
-    # (output, input) pairs whose storage the output may take over when the input dies there
-    inplace: tuple[tuple[int, int], ...] = ()
-    # forward reads p.get("_needed") (a bool per output, set by the plan when some outputs
-    # have no reader) and may return None for outputs nobody reads
-    skips_unused_outputs: bool = False
-    # (p, input shapes, output shapes) -> input shapes completed from what is known of the
-    # outputs, for MXNet rules that also run backwards (FullyConnected takes its batch size
-    # from its output: a zeros begin state of shape (0, H) learns N from the graph)
-    infer_inputs_from_outputs: Callable | None = None
-    # forward reads p.get("_out_shape"), the output shape after inference, set by the plan
-    # (creation ops whose ``shape`` param may leave dims 0 for inference to complete)
-    reads_out_shape: bool = False
+    expr: str | Callable[[Params], str | None] | None = None
     # cross-parameter validation run when a node's attributes are parsed (MXNet's attr_parser)
     check: Callable[[Params], None] | None = None
     # bind-time specialisation of the torch reference: (p, input+aux shapes, output shapes,
@@ -167,23 +193,13 @@ class OpDef:
     # flattening, parameter decoding) done once. Given ``out`` (a tensor) the returned forward
     # writes its single output there and returns ``(out,)``. None: nothing to specialise.
     prepare: Callable | None = None
-    # extra attributes for inputs MXNet creates as variables, by slot name
-    # (BatchNorm's moving_mean gets __init__ '["zero", {}]')
-    var_attrs: Any = None
     # a composite op: (b, p, ins) -> outs builds the op from registered ops through a
     # builder like the gradient rules' (``b.op``, ``b.multi``; ``name=`` tags the node). Bound
     # graphs run the expansion (compiler.composite), never the op itself; forward, shape and
     # dtype rules default to ones derived from it (an explicit shape rule may override).
     decompose: Callable | None = None
-    # an op whose output shape depends on input values (boolean_mask): (b, p, ins) -> outs,
-    # run imperatively (mx.nd) in place of ``forward``: ``b.op(name, *arrays, **attrs)`` calls
-    # registered fixed-shape ops (recorded under autograd, so their gradients apply),
-    # ``b.value(array)`` reads a tensor, ``b.array(tensor)`` wraps one, ``b.constant(tensor,
-    # *arrays)`` wraps one made from ``arrays`` with zero gradient. Bound graphs reject it.
-    eager: Callable | None = None
-    # (attrs, where) -> Params for an op whose attributes are no fixed schema (Custom: op_type
-    # plus the user's keyword arguments for its prop); run once per node, never shared
-    parse: Callable | None = None
+    hints: PlanHints = PlanHints()
+    special: Special = Special()
 
     def __post_init__(self):
         if self.decompose is not None:
@@ -212,7 +228,8 @@ class OpDef:
 
     def mutated_inputs(self, p: Params) -> tuple[int, ...]:
         """Indices of the inputs a node with these params writes in place."""
-        return tuple(self.mutates(p) if callable(self.mutates) else self.mutates)
+        mutates = self.hints.mutates
+        return tuple(mutates(p) if callable(mutates) else mutates)
 
     def draws_random(self, p: Params) -> bool:
         """Whether a node with these params draws random numbers."""
@@ -220,7 +237,8 @@ class OpDef:
 
     def activation_name(self, p: Params) -> str | None:
         """Which activation the op is (None: not a pure activation)."""
-        return self.activation(p) if callable(self.activation) else self.activation
+        activation = self.hints.activation
+        return activation(p) if callable(activation) else activation
 
     def triton_expr(self, p: Params) -> str | None:
         """The Triton template for these params (None: not an elementwise op)."""
@@ -229,8 +247,8 @@ class OpDef:
     def shape_from_outputs(self) -> Callable | None:
         """How inputs are completed from known outputs: the op's own rule, or the identity
         of the same-shape rules (MXNet's elementwise shape inference runs both ways)."""
-        if self.infer_inputs_from_outputs is not None:
-            return self.infer_inputs_from_outputs
+        if self.special.infer_inputs_from_outputs is not None:
+            return self.special.infer_inputs_from_outputs
         return _SAME_SHAPE_INVERSES.get(self.infer_shape)
 
     def visible_outputs(self, p: Params) -> int:

@@ -40,7 +40,7 @@ import torch
 
 from ..attrs import Param
 from ..base import DTypeError, ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, PlanHints, Special, register
 
 _PARAMS = (
     Param("eps", "float", 1e-3, doc="Epsilon added to the variance."),
@@ -180,9 +180,9 @@ register(OpDef(
     aux=("moving_mean", "moving_var"), outputs=("output", "mean", "var"),
     num_visible=lambda p: 3 if p.output_mean_var else 1,
     infer_shape=_shape, infer_type=_type, forward=_forward, gradient=_gradient,
-    mutates_aux=True, kernel=triton_batch_norm,
-    var_attrs={"moving_mean": {"__init__": '["zero", {}]'},
-               "moving_var": {"__init__": '["one", {}]'}},
+    hints=PlanHints(mutates_aux=True), kernel=triton_batch_norm,
+    special=Special(var_attrs={"moving_mean": {"__init__": '["zero", {}]'},
+                               "moving_var": {"__init__": '["one", {}]'}}),
     cases=(Case(((4, 3, 2),) + _C, {"fix_gamma": False}),
            Case(((4, 3, 2),) + _C),
            Case(((3, 2, 2, 3),) + _C, {"fix_gamma": False, "axis": -1}),
@@ -244,8 +244,8 @@ _SYNC_PARAMS = _V1_PARAMS + (
 _COMMON = dict(inputs=("data", "gamma", "beta"), aux=("moving_mean", "moving_var"),
                outputs=("output", "mean", "var"),
                num_visible=lambda p: 3 if p.output_mean_var else 1, infer_type=_type,
-               var_attrs={"moving_mean": {"__init__": '["zero", {}]'},
-                          "moving_var": {"__init__": '["one", {}]'}})
+               special=Special(var_attrs={"moving_mean": {"__init__": '["zero", {}]'},
+                                          "moving_var": {"__init__": '["one", {}]'}}))
 _V1_CASES = (Case(((4, 3, 2, 2),) + _C, {"fix_gamma": False}),
              Case(((5, 3),) + _C, {"fix_gamma": False, "use_global_stats": True},
                   low=0.1, high=1.0),

@@ -27,7 +27,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import OpDef, register
+from .base import OpDef, Special, register
 from .indexing import value_type
 from .join_split import norm_axis
 
@@ -73,7 +73,8 @@ def _eager(b, p, ins):
 register(OpDef(
     name="_contrib_boolean_mask", inputs=("data", "index"),
     params=(Param("axis", "int", 0, doc="The axis the mask selects along."),),
-    infer_shape=_shape, infer_type=value_type((0,)), forward=_forward, eager=_eager,
+    infer_shape=_shape, infer_type=value_type((0,)), forward=_forward,
+    special=Special(eager=_eager),
     differentiable=False,  # differentiated imperatively through take (see the module doc)
     doc="""The slices ``data[..., i, ...]`` (along ``axis``) with ``index[i] != 0``;
     ``index`` is 1-D with ``data.shape[axis]`` entries. Imperative only: the output shape

@@ -34,7 +34,7 @@ import torch
 
 from ..attrs import MAX_VARIADIC, Param
 from ..base import ShapeError
-from .base import Case, OpDef, elemwise_shape, register, unary_shape
+from .base import Case, OpDef, PlanHints, elemwise_shape, register, unary_shape
 from .elementwise import _SCALAR, TRITON, unary
 
 # ------------------------------------------------------------------ quadratic
@@ -72,7 +72,7 @@ def triton_div_sqrt_dim(p, ins, aux, rt):
 
 register(OpDef(
     name="_contrib_div_sqrt_dim", forward=lambda p, ins, aux, rt: (_div_sqrt_dim(ins[0]),),
-    infer_shape=unary_shape, kernel=triton_div_sqrt_dim, inplace=((0, 0),),
+    infer_shape=unary_shape, kernel=triton_div_sqrt_dim, hints=PlanHints(inplace=((0, 0),)),
     gradient=lambda g, p, ins, outs, og: [g.op("_contrib_div_sqrt_dim", og[0])],
     cases=(Case(((3, 5),)), Case(((2, 3, 4),))),
     doc="Divide by the square root of the last dimension's size (attention scaling)."))
@@ -81,7 +81,8 @@ register(OpDef(
 # ------------------------------------------------------------------ straight-through ops
 
 register(OpDef(
-    name="_contrib_gradientmultiplier", params=_SCALAR, infer_shape=unary_shape, view=True,
+    name="_contrib_gradientmultiplier", params=_SCALAR, infer_shape=unary_shape,
+    hints=PlanHints(view=True),
     expr="{0}", forward=lambda p, ins, aux, rt: (ins[0].clone(),),
     gradient=lambda g, p, ins, outs, og: [g.op("_mul_scalar", og[0], scalar=p.scalar)],
     cases=(Case(((3, 5),), {"scalar": -2.5}, grad=False),),  # the gradient is by definition
@@ -182,7 +183,7 @@ register(OpDef(
 
 register(OpDef(
     name="_identity_with_attr_like_rhs", inputs=("lhs", "rhs"), infer_shape=elemwise_shape,
-    view=True, expr="{0}", forward=lambda p, ins, aux, rt: (ins[0].clone(),),
+    hints=PlanHints(view=True), expr="{0}", forward=lambda p, ins, aux, rt: (ins[0].clone(),),
     gradient=lambda g, p, ins, outs, og: [og[0], g.zeros(ins[1])],
     cases=(Case(((3, 4), (3, 4)), no_grad_inputs=(1,)),),
     doc="``lhs`` unchanged (MXNet uses it to give ``lhs`` the storage type of ``rhs``)."))
@@ -219,7 +220,7 @@ def triton_zeros_without_dtype(p, ins, aux, rt):
 
 
 register(OpDef(
-    name="_zeros_without_dtype", inputs=(), reads_out_shape=True,
+    name="_zeros_without_dtype", inputs=(), hints=PlanHints(reads_out_shape=True),
     params=(Param("shape", "shape", ()), Param("ctx", "str", ""),
             Param("dtype", "int", -1, doc="An mshadow type flag (-1: float32).")),
     infer_shape=lambda p, s: ([], [tuple(max(d, 0) for d in p.shape)]),

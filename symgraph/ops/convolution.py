@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from ..attrs import Param
 from ..base import AttrError, ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, PlanHints, Special, register
 
 # The layout MXNet assumes for each number of spatial axes; the only ones its CPU kernels run.
 DEFAULT_LAYOUT = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
@@ -261,13 +261,14 @@ PARAMS = (
 register(OpDef(
     name="_backward_Convolution", params=PARAMS, inputs=("ograd", "data", "weight"),
     outputs=backward_outputs, hidden=True, infer_shape=backward_shape,
-    forward=_backward_forward, kernel=triton_backward_convolution, skips_unused_outputs=True,
+    forward=_backward_forward, kernel=triton_backward_convolution,
+    hints=PlanHints(skips_unused_outputs=True),
     doc="Gradients of Convolution with respect to data, weight and (unless no_bias) bias."))
 
 register(OpDef(
     name="Convolution", params=PARAMS, inputs=_inputs, infer_shape=_shape,
     aliases=("Convolution_v1",),  # MXNet's old form: a subset of these params, same math
-    infer_inputs_from_outputs=_data_from_output,
+    special=Special(infer_inputs_from_outputs=_data_from_output),
     check=lambda p: check_params(p, "Convolution"),
     forward=_forward, gradient=_gradient, kernel=triton_convolution, prepare=_prepare,
     cases=(

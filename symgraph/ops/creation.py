@@ -8,7 +8,7 @@ import torch
 
 from ..attrs import MAX_INT, Param
 from ..base import ShapeError, to_torch_dtype
-from .base import Case, OpDef, register
+from .base import Case, OpDef, PlanHints, register
 
 _COMMON = (Param("shape", "shape", ()), Param("dtype", "dtype", "float32"),
            Param("ctx", "str", ""))
@@ -57,7 +57,7 @@ for _name, _value, _extra in (("_zeros", lambda p: 0.0, ()), ("_ones", lambda p:
     register(OpDef(
         name=_name, params=_COMMON + _extra, inputs=(), infer_shape=_fixed_shape,
         infer_type=_fixed_type, forward=_filled(_value), kernel=_triton_fill(_value),
-        reads_out_shape=True,
+        hints=PlanHints(reads_out_shape=True),
         gradient=lambda g, p, ins, outs, og: [],
         cases=(Case((), {"shape": (2, 3), **({"value": 2.5} if _extra else {})}, grad=False),),
         doc=f"An array of the given shape and dtype filled with {_name[1:]}."))
@@ -111,7 +111,8 @@ register(OpDef(
             Param("step", "float", 1.0), Param("repeat", "int", 1, lower=1),
             Param("infer_range", "bool", False), Param("ctx", "str", ""),
             Param("dtype", "dtype", "float32")),
-    inputs=(), infer_shape=_arange_shape, infer_type=_fixed_type, reads_out_shape=True,
+    inputs=(), infer_shape=_arange_shape, infer_type=_fixed_type,
+    hints=PlanHints(reads_out_shape=True),
     forward=_arange_forward, gradient=lambda g, p, ins, outs, og: [], kernel=triton_arange,
     cases=(Case((), {"start": 1, "stop": 7, "step": 2, "repeat": 2}, grad=False),),
     doc="Evenly spaced values in [start, stop) (MXNet's ``arange``)."))

@@ -35,7 +35,7 @@ from ..base import (
     ShapeError,
     dtype_name,
 )
-from .base import Case, OpDef, known, merge_shape, register
+from .base import Case, OpDef, PlanHints, Special, known, merge_shape, register
 
 PROPS: dict[str, type] = {}
 """Registered ``CustomOpProp`` classes by ``op_type`` (``mx.operator.register`` fills it)."""
@@ -63,7 +63,7 @@ def _user(where: str, what: str, fn, *args, **kwargs):
     """Call user code; its exceptions become a CustomOpError naming the operator."""
     try:
         return fn(*args, **kwargs)
-    except Exception as err:  # noqa: BLE001 - any error of user code is reported alike
+    except Exception as err:  # any error of user code is reported alike
         tail = "".join(traceback.format_exception_only(type(err), err)).strip()
         raise CustomOpError(f"Error in {where}: {what} failed: {tail}\n"
                             f"{traceback.format_exc(limit=-3)}") from err
@@ -121,7 +121,7 @@ def _infer_shape(p: Params, shapes: list):
     given = [list(s) for s in shapes[:n]]
     try:
         ret = p.prop.infer_shape(given)
-    except Exception as err:  # noqa: BLE001 - user code
+    except Exception as err:  # user code
         if not all(known(s) for s in shapes[:n]):
             return None  # underdetermined: the user's rule needs the input shapes
         raise ShapeError(f"Error in {p.where}: {p.op_type}.infer_shape failed on input shapes "
@@ -144,7 +144,7 @@ def _infer_type(p: Params, types: list):
     n = len(p.arguments)
     try:
         ret = p.prop.infer_type([_np_type(t) for t in types[:n]])
-    except Exception as err:  # noqa: BLE001 - user code
+    except Exception as err:  # user code
         if any(t is None for t in types[:n]):
             return None
         raise DTypeError(f"Error in {p.where}: {p.op_type}.infer_type failed on {types[:n]}: "
@@ -290,16 +290,17 @@ def _backward_inputs(bp: Params) -> list[str]:
 
 
 register(OpDef(
-    name="Custom", parse=parse, forward=_forward, infer_shape=_infer_shape,
+    name="Custom", special=Special(parse=parse), forward=_forward, infer_shape=_infer_shape,
     infer_type=_infer_type, params=(Param("op_type", "str", doc="Name of the registered "
                                           "CustomOpProp; other keywords go to its constructor"),),
     inputs=lambda p: list(p.arguments), aux=lambda p: list(p.aux),
-    outputs=lambda p: list(p.outputs), gradient=_gradient, random=True, mutates_aux=True,
+    outputs=lambda p: list(p.outputs), gradient=_gradient, random=True,
+    hints=PlanHints(mutates_aux=True),
     cases=(Case(((3, 4),), {"op_type": "custom_op"}),),
     doc="Apply a custom operator implemented in Python (``mx.operator.CustomOp``).",
 ))
 register(OpDef(
-    name="_backward_Custom", parse=_parse_backward, forward=_backward,
+    name="_backward_Custom", special=Special(parse=_parse_backward), forward=_backward,
     infer_shape=_backward_shape, infer_type=_backward_type, inputs=_backward_inputs,
     aux=lambda bp: list(bp.forward.aux), outputs=lambda bp: list(bp.forward.arguments),
     hidden=True, random=True,

@@ -27,7 +27,7 @@ import torch
 
 from ..attrs import Param
 from ..base import DTypeError, FileFormatError, MXNetError, ShapeError
-from .base import OpDef, register
+from .base import OpDef, Special, register
 
 
 class ImageReadError(MXNetError, OSError):
@@ -133,7 +133,7 @@ def _reference(eager):
 register(OpDef(
     name="_cvimdecode", inputs=("buf",), params=_DECODE_PARAMS, aliases=("_npi_cvimdecode",),
     infer_shape=_no_graph, infer_type=_uint8, forward=_reference(_decode_eager),
-    eager=_decode_eager, differentiable=False,
+    special=Special(eager=_decode_eager), differentiable=False,
     doc="""Decode image with OpenCV. Note: return image in RGB by default, instead of
     OpenCV's default BGR. ``buf`` is a 1-D uint8 array of the encoded bytes."""))
 
@@ -142,7 +142,7 @@ register(OpDef(
     params=(Param("filename", "str", doc="Name of the image file to be loaded."),
             *_DECODE_PARAMS),
     infer_shape=_no_graph, infer_type=_uint8, forward=_reference(_read_eager),
-    eager=_read_eager, differentiable=False,
+    special=Special(eager=_read_eager), differentiable=False,
     doc="""Read and decode image with OpenCV. Note: return image in RGB by default,
     instead of OpenCV's default BGR."""))
 
@@ -196,7 +196,8 @@ register(OpDef(
     params=(Param("w", "int", lower=1, doc="Width of resized image."),
             Param("h", "int", lower=1, doc="Height of resized image."),
             Param("interp", "int", 1, doc="Interpolation method (default=cv2.INTER_LINEAR).")),
-    infer_shape=_resize_shape, forward=_reference(_resize_eager), eager=_resize_eager,
+    infer_shape=_resize_shape, forward=_reference(_resize_eager),
+    special=Special(eager=_resize_eager),
     differentiable=False, doc="Resize an (H, W, C) image with OpenCV's ``cv2.resize``."))
 
 
@@ -233,7 +234,8 @@ register(OpDef(
                                               "with single value."),
             Param("values", "floats", (), doc="Fill with value(RGB[A] or gray), up to 4 "
                                               "channels.")),
-    infer_shape=_border_shape, forward=_reference(_border_eager), eager=_border_eager,
+    infer_shape=_border_shape, forward=_reference(_border_eager),
+    special=Special(eager=_border_eager),
     differentiable=False, doc="Pad an (H, W, C) image's border with ``cv2.copyMakeBorder``."))
 
 
@@ -272,6 +274,6 @@ register(OpDef(
             Param("size", "int", 0), Param("str_img", "str", ""),
             Param("_has_mean", "bool", False)),
     infer_shape=_no_graph, infer_type=lambda p, t: (list(t), [np.float32]),
-    forward=_reference(_legacy_eager), eager=_legacy_eager, differentiable=False,
+    forward=_reference(_legacy_eager), special=Special(eager=_legacy_eager), differentiable=False,
     doc="""Decode an image, clip to (x0, y0, x1, y1), subtract mean (deprecated: use
     ``mx.image``). ``str_img`` holds the encoded bytes as a latin-1 string."""))

@@ -11,7 +11,7 @@ import math
 import torch
 
 from ..attrs import Param
-from .base import Case, OpDef, elemwise_shape, register, unary_shape
+from .base import Case, OpDef, PlanHints, elemwise_shape, register, unary_shape
 
 # Triton templates ({0}, {1}: inputs; {scalar}: the scalar param), computed in fp32.
 _SIG = "(1.0 / (1.0 + tl.exp(-{0})))"
@@ -214,9 +214,10 @@ def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: fl
             return [grad(g, ins[0], outs[0], ograds[0])]
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (ref(ins[0]),), infer_shape=unary_shape,
-        gradient=gradient, aliases=aliases, cases=cases, hidden=hidden, view=view,
-        expr=TRITON.get(name), activation=name if name in ("relu", "sigmoid", "tanh") else None,
-        inplace=() if view else ((0, 0),),
+        gradient=gradient, aliases=aliases, cases=cases, hidden=hidden,
+        hints=PlanHints(view=view, inplace=() if view else ((0, 0),),
+                       activation=name if name in ("relu", "sigmoid", "tanh") else None),
+        expr=TRITON.get(name),
         doc=doc or f"Elementwise ``{name}``. Triton expression: ``{expr}``."))
 
 
@@ -341,7 +342,7 @@ def binary(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (ref(ins[0], ins[1]),),
         infer_shape=elemwise_shape, inputs=("lhs", "rhs"), gradient=gradient, aliases=aliases,
-        inplace=((0, 0), (0, 1)), expr=TRITON.get(name),
+        hints=PlanHints(inplace=((0, 0), (0, 1))), expr=TRITON.get(name),
         cases=(Case(((3, 5), (3, 5)), low=low, high=high),),
         doc=doc or f"Elementwise ``{name}`` of two arrays of one shape: ``{expr}``."))
 
@@ -427,7 +428,7 @@ def scalar(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (fwd(ins[0], p.scalar),),
         infer_shape=unary_shape, params=_SCALAR, gradient=gradient, aliases=aliases,
-        inplace=((0, 0),), expr=TRITON.get(name),
+        hints=PlanHints(inplace=((0, 0),)), expr=TRITON.get(name),
         cases=(Case(((3, 5),), {"scalar": case_scalar}, low=low, high=high),),
         doc=f"``{expr}`` with ``s`` the scalar attribute."))
 
@@ -495,7 +496,7 @@ for _name, _fn, _alias in [
 def _activation_backward(name: str, ref, expr: str, grad) -> OpDef:
     return register(OpDef(
         name=name, inputs=("ograd", "output"), hidden=True, infer_shape=elemwise_shape,
-        inplace=((0, 0),), expr=TRITON.get(name),
+        hints=PlanHints(inplace=((0, 0),)), expr=TRITON.get(name),
         forward=lambda p, ins, aux, rt: (ref(ins[0], ins[1]),),
         gradient=lambda g, p, ins, outs, og: list(grad(g, ins[0], ins[1], og[0])),
         cases=(Case(((3, 5), (3, 5)), low=0.1, high=0.9),),
@@ -533,7 +534,8 @@ def _hard_sigmoid(p, ins, aux, rt):
 
 
 register(OpDef(
-    name="hard_sigmoid", forward=_hard_sigmoid, infer_shape=unary_shape, inplace=((0, 0),),
+    name="hard_sigmoid", forward=_hard_sigmoid, infer_shape=unary_shape,
+    hints=PlanHints(inplace=((0, 0),)),
     params=(Param("alpha", "float", 0.2, doc="Slope."), Param("beta", "float", 0.5,
                                                             doc="Offset.")),
     expr="tl.minimum(tl.maximum({alpha} * {0} + {beta}, 0.0), 1.0)",

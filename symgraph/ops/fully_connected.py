@@ -7,7 +7,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, PlanHints, Special, register
 
 
 def _inputs(p):
@@ -105,7 +105,8 @@ register(OpDef(
             Param("no_bias", "bool", False, doc="Whether to disable the bias."),
             Param("flatten", "bool", True, doc="Flatten all but the first axis of data.")),
     inputs=_inputs, infer_shape=_shape, forward=_forward, gradient=_gradient,
-    epilogue=_epilogue, prepare=_prepare, infer_inputs_from_outputs=_inputs_from_output,
+    hints=PlanHints(epilogue=_epilogue), prepare=_prepare,
+    special=Special(infer_inputs_from_outputs=_inputs_from_output),
     kernel=triton_fully_connected,
     cases=(Case(((4, 5), (3, 5), (3,)), {"num_hidden": 3}),
            Case(((2, 3, 4), (6, 12)), {"num_hidden": 6, "no_bias": True}),

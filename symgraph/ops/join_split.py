@@ -30,7 +30,7 @@ import torch
 
 from ..attrs import MAX_VARIADIC, Param
 from ..base import DTypeError, ShapeError
-from .base import Case, OpDef, merge_shape, register
+from .base import Case, OpDef, Special, merge_shape, register
 
 
 def norm_axis(axis: int, ndim: int, what: str) -> int:
@@ -153,7 +153,7 @@ register(OpDef(
     name="Concat", aliases=("concat",), key_var_num_args="num_args", params=_CONCAT_PARAMS,
     inputs=_args, infer_shape=_concat_shape, infer_type=shared_type, forward=_concat_forward,
     kernel=triton_concat, gradient=_concat_grad,
-    infer_inputs_from_outputs=_concat_inputs_from_output,
+    special=Special(infer_inputs_from_outputs=_concat_inputs_from_output),
     cases=(Case(((2, 3, 4), (2, 1, 4), (2, 2, 4))), Case(((3, 2), (1, 2)), {"dim": 0}),
            Case(((2, 3, 1), (2, 3, 2)), {"dim": -1}), Case(((2, 3),))),
     doc="Join arrays along an existing axis ``dim``; every other dimension must agree."))
@@ -183,7 +183,8 @@ def _inputs_from_concat(p, shapes, outs):
 register(OpDef(
     name="_rnn_param_concat", key_var_num_args="num_args", params=_CONCAT_PARAMS,
     inputs=_args, infer_shape=_concat_shape, infer_type=shared_type, forward=_concat_forward,
-    kernel=triton_concat, gradient=_concat_grad, infer_inputs_from_outputs=_inputs_from_concat,
+    kernel=triton_concat, gradient=_concat_grad,
+    special=Special(infer_inputs_from_outputs=_inputs_from_concat),
     cases=(Case(((6,), (4,), (2,)), {"dim": 0}),),
     doc="Concat for the RNN layers' packed parameters (MXNet's ``_rnn_param_concat``): one "
         "input's size may also be inferred from the output's."))
@@ -324,7 +325,7 @@ register(OpDef(
                   doc="Drop the split axis (its size must equal num_outputs).")),
     outputs=lambda p: [f"output{i}" for i in range(p.num_outputs)],
     infer_shape=_split_shape, forward=_split_forward, gradient=_split_grad, kernel=triton_split,
-    infer_inputs_from_outputs=_split_input_from_outputs,
+    special=Special(infer_inputs_from_outputs=_split_input_from_outputs),
     cases=(Case(((2, 6, 3),), {"num_outputs": 3}),
            Case(((4, 3),), {"num_outputs": 2, "axis": 0}),
            Case(((2, 3, 3),), {"num_outputs": 3, "axis": -1, "squeeze_axis": True}),

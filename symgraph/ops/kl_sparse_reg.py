@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, PlanHints, Special, register
 
 _PARAMS = (
     Param("sparseness_target", "float", 0.1, doc="The sparseness target."),
@@ -104,8 +104,9 @@ register(OpDef(
 
 register(OpDef(
     name="IdentityAttachKLSparseReg", params=_PARAMS, inputs=("data",), aux=("moving_avg",),
-    infer_shape=_shape, forward=_forward, kernel=triton_kl_sparse_reg, mutates_aux=True,
-    var_attrs={"moving_avg": {"__init__": '["zero", {}]'}},
+    infer_shape=_shape, forward=_forward, kernel=triton_kl_sparse_reg,
+    hints=PlanHints(mutates_aux=True),
+    special=Special(var_attrs={"moving_avg": {"__init__": '["zero", {}]'}}),
     gradient=lambda g, p, ins, outs, og: [
         g.op("_backward_IdentityAttachKLSparseReg", og[0], ins[1], **p), None],
     cases=(Case(((4, 3), (3,)), low=0.2, high=0.8, grad=False),

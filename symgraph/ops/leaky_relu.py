@@ -29,7 +29,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, Special, register
 
 _ACTS = ("elu", "gelu", "leaky", "prelu", "rrelu", "selu")
 _PARAMS = (
@@ -244,7 +244,8 @@ register(OpDef(
     infer_shape=_shape, forward=_forward, gradient=_gradient, expr=_expr,
     kernel=triton_leaky_relu,
     random=lambda p: p.act_type == "rrelu",  # rrelu draws its slopes
-    var_attrs={"gamma": {"__init__": '["Constant", {"value": 0.25}]'}},  # MXNet's, any slope
+    # MXNet's initial slope, whatever the act_type
+    special=Special(var_attrs={"gamma": {"__init__": '["Constant", {"value": 0.25}]'}}),
     cases=(Case(((3, 5),)),
            Case(((2, 3, 4),), {"act_type": "leaky", "slope": 0.1}),
            Case(((3, 5),), {"act_type": "elu", "slope": 0.7}),

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..attrs import MAX_VARIADIC, Param
 from ..base import DTypeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, PlanHints, Special, register
 
 _NUM = Param("num_arrays", "int", lower=1, upper=MAX_VARIADIC, doc="Number of input arrays.")
 
@@ -101,8 +101,8 @@ register(OpDef(
     name="reset_arrays", params=(_NUM,), inputs=_array_names, outputs=(),
     infer_shape=lambda p, shapes: (list(shapes), []) if all(shapes) else None,
     infer_type=lambda p, types: (list(types), []) if all(types) else None,
-    forward=_reset(False), kernel=_reset(True), eager=_reset_eager,
-    mutates=lambda p: tuple(range(p.num_arrays)), differentiable=False,
+    forward=_reset(False), kernel=_reset(True), special=Special(eager=_reset_eager),
+    hints=PlanHints(mutates=lambda p: tuple(range(p.num_arrays))), differentiable=False,
     doc="Sets each of ``num_arrays`` arrays to zero in place; no output (MXNet returns an "
         "empty list). Imperative only: a symbol without outputs has nothing to bind (MXNet "
         "1.9.1 crashes on one)."))

@@ -23,7 +23,7 @@ import torch
 
 from ..attrs import MAX_VARIADIC, Param
 from ..base import AttrError, ShapeError
-from .base import Case, OpDef, merge_shape, register
+from .base import Case, OpDef, PlanHints, merge_shape, register
 from .optimizer_update import BETA1, BETA2, CLIP, MOMENTUM, RESCALE, lamb_bias
 
 
@@ -131,7 +131,8 @@ def _register_multi(name: str, spec: Multi, params: tuple[Param, ...], extra: li
         outputs=lambda p: [f"output{i}" for i in range(_count(p))],
         infer_shape=_shape(name, per, tail), infer_type=_type(per, spec.mp),
         forward=_forward(spec, False), kernel=_forward(spec, True),
-        mutates=lambda p: tuple(i * per + k for i in range(_count(p)) for k in mutated),
+        hints=PlanHints(mutates=lambda p: tuple(i * per + k for i in range(_count(p))
+                                               for k in mutated)),
         differentiable=False, cases=(case,), doc=doc, check=check))
 
 
@@ -298,8 +299,8 @@ for _mp in (False, True):
         outputs=lambda p: [f"output{i}" for i in range(_count(p))],
         infer_shape=_shape(_name, _per, lambda n, given: []), infer_type=_type(_per, _mp),
         forward=_lamb_forward(_mp, False), kernel=_lamb_forward(_mp, True),
-        mutates=lambda p, per=_per: tuple(i * per + k for i in range(_count(p))
-                                          for k in range(2, per)),
+        hints=PlanHints(mutates=lambda p, per=_per: tuple(i * per + k for i in range(_count(p))
+                                          for k in range(2, per))),
         differentiable=False, check=_check_counts(_name, ("learning_rates", "wds",
                                                           "step_count")),
         cases=(Case(tuple([(3, 5)] * _per + [(4,)] * _per), _LAMB_ATTRS, low=0.05, high=1.0,

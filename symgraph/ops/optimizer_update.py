@@ -30,7 +30,7 @@ import torch
 
 from ..attrs import Param
 from ..base import DTypeError, ShapeError
-from .base import Case, OpDef, merge_shape, register
+from .base import Case, OpDef, PlanHints, merge_shape, register
 
 
 def _f(name: str, default=None, doc: str = "") -> Param:
@@ -220,7 +220,8 @@ def update_op(name: str, inputs: tuple[str, ...], params: tuple[Param, ...], rul
                                     not rule.new_out else ())
     return register(OpDef(
         name=name, inputs=inputs, params=params, forward=forward, kernel=kernel,
-        infer_shape=same_shape(name, scalars), infer_type=infer_type, mutates=mutated,
+        infer_shape=same_shape(name, scalars), infer_type=infer_type,
+        hints=PlanHints(mutates=mutated),
         differentiable=False, cases=_cases(len(inputs), case_attrs, scalars, *bounds), doc=doc,
         **kw))
 
@@ -375,7 +376,7 @@ register(OpDef(
     name="_contrib_group_adagrad_update", inputs=("weight", "grad", "history"),
     params=(LR, RESCALE, CLIP, _f("epsilon", 1e-5, doc="Added under the square root.")),
     infer_shape=_group_adagrad_shape, forward=_group_adagrad(False),
-    kernel=_group_adagrad(True), mutates=(2,), differentiable=False,
+    kernel=_group_adagrad(True), hints=PlanHints(mutates=(2,)), differentiable=False,
     cases=(Case(((4, 3), (4, 3), (4, 1)), {"lr": 0.1, "rescale_grad": 0.7,
                                           "clip_gradient": 0.5}, low=0.05, high=1.0,
                 grad=False),

@@ -44,7 +44,7 @@ import torch
 
 from ..attrs import Param
 from ..base import TORCH_TO_NAME, AttrError, DTypeError, MXNetError, ShapeError, to_torch_dtype
-from .base import Case, OpDef, known, merge_shape, register, same_type, unary_shape
+from .base import Case, OpDef, PlanHints, known, merge_shape, register, same_type, unary_shape
 
 _FLOATS = ("float16", "float32", "float64")
 
@@ -259,7 +259,7 @@ def _random_op(d: _Dist) -> OpDef:
         name=f"_random_{d.name}", aliases=aliases, params=d.scalars + _CREATION, inputs=(),
         infer_shape=_creation_shape, infer_type=lambda p, t: ([], [p.dtype or "float32"]),
         forward=forward, kernel=_named(kernel, f"triton_random_{d.name}"), check=check,
-        random=True, reads_out_shape=True, gradient=lambda g, p, ins, outs, og: [],
+        random=True, hints=PlanHints(reads_out_shape=True), gradient=lambda g, p, ins, outs, og: [],
         cases=(Case((), {"shape": (3, 4), **d.example}, grad=False),
                Case((), {"shape": (5,), "dtype": "float64", **d.example}, grad=False)),
         doc=f"Samples of ``shape`` from the {d.name.replace('_', ' ')} distribution with "
@@ -378,7 +378,7 @@ register(OpDef(
     inputs=(), infer_shape=_creation_shape,
     infer_type=lambda p, t: ([], [p.dtype or "int32"]), forward=_randint_forward,
     kernel=_named(_randint_kernel, "triton_random_randint"),
-    check=_randint_check, random=True, reads_out_shape=True,
+    check=_randint_check, random=True, hints=PlanHints(reads_out_shape=True),
     gradient=lambda g, p, ins, outs, og: [],
     cases=(Case((), {"low": -3, "high": 7, "shape": (4, 5)}, grad=False),
            Case((), {"low": 0, "high": 2**40, "shape": (6,), "dtype": "int64"}, grad=False)),

@@ -27,7 +27,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, PlanHints, register
 
 _PARAMS = (Param("grad_scale", "float", 1.0, doc="Scale the gradient by this factor."),)
 
@@ -129,7 +129,7 @@ def _register(kind: str) -> None:
         name=name, params=_PARAMS, inputs=("data", "label"), infer_shape=_shape,
         forward=lambda p, ins, aux, rt: (fwd(ins[0]),), loss=True,
         expr="(1.0 / (1.0 + tl.exp(-{0})))" if kind == "Logistic" else None,
-        view=kind != "Logistic",  # Linear and MAE heads pass data through
+        hints=PlanHints(view=kind != "Logistic"),  # Linear and MAE heads pass data through
         gradient=lambda g, p, ins, outs, og: [g.op(backward, outs[0], ins[1], **p),
                                               g.zeros(ins[1])],
         cases=_cases(kind),

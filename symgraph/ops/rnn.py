@@ -57,7 +57,7 @@ import torch
 
 from ..attrs import Param
 from ..base import AttrError, DTypeError, ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, PlanHints, register
 
 GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 _FUSED = {"lstm": torch._VF.lstm, "gru": torch._VF.gru, "rnn_tanh": torch._VF.rnn_tanh,
@@ -537,7 +537,8 @@ def _case(mode: str, shape: tuple, hidden: int, layers: int = 1, bi: bool = Fals
 register(OpDef(
     name="_backward_RNN", params=_PARAMS, hidden=True, inputs=_backward_inputs,
     outputs=_backward_outputs, infer_shape=_backward_shape, infer_type=_backward_type,
-    forward=_backward_forward, kernel=triton_backward_rnn, skips_unused_outputs=True,
+    forward=_backward_forward, kernel=triton_backward_rnn,
+    hints=PlanHints(skips_unused_outputs=True),
     doc="Gradients of RNN with respect to data, parameters, state (and state_cell)."))
 
 register(OpDef(

@@ -5,7 +5,7 @@ import math
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, grad_rule, register
+from .base import Case, OpDef, PlanHints, Special, grad_rule, register
 
 
 def _infer_reshape(src: tuple, spec: tuple, reverse: bool) -> tuple:
@@ -20,22 +20,22 @@ def _infer_reshape(src: tuple, spec: tuple, reverse: bool) -> tuple:
         code = spec[j]
         if code == 0:
             _need(i < len(src), src, spec)
-            out.append(src[i]); i += 1  # noqa: E702
+            out.append(src[i]); i += 1
         elif code == -1:
             if infer_at >= 0:
                 raise ShapeError(f"Reshape: more than one -1 in shape {spec}")
-            infer_at = len(out); out.append(-1); i += 1  # noqa: E702
+            infer_at = len(out); out.append(-1); i += 1
         elif code == -2:
-            out.extend(src[i:]); i = len(src)  # noqa: E702
+            out.extend(src[i:]); i = len(src)
         elif code == -3:
             _need(i + 1 < len(src), src, spec)
-            out.append(src[i] * src[i + 1]); i += 2  # noqa: E702
+            out.append(src[i] * src[i + 1]); i += 2
         elif code == -4:
             j, i = _split_dim(src, spec, i, j, out)
             continue
         else:
             _need(code > 0, src, spec)
-            out.append(code); i += 1  # noqa: E702
+            out.append(code); i += 1
         j += 1
     if infer_at >= 0:
         known = math.prod(d for d in out if d != -1)
@@ -102,13 +102,13 @@ def _like_grad(g, p, ins, outs, og):
 
 
 register(OpDef(
-    name="Reshape", aliases=("reshape",), view=True,
+    name="Reshape", aliases=("reshape",), hints=PlanHints(view=True),
     params=(Param("shape", "shape", (), doc="Target shape with codes 0,-1,-2,-3,-4."),
             Param("reverse", "bool", False, doc="Match special codes right to left."),
             Param("target_shape", "shape", (), doc="Deprecated."),
             Param("keep_highest", "bool", False, doc="Deprecated.")),
     infer_shape=_reshape_shape, gradient=_like_grad,
-    infer_inputs_from_outputs=_reshape_inputs_from_output,
+    special=Special(infer_inputs_from_outputs=_reshape_inputs_from_output),
     forward=lambda p, ins, aux, rt: (ins[0].reshape(_reshape_shape(p, [tuple(ins[0].shape)])
                                                     [1][0]),),
     cases=(Case(((2, 3, 4),), {"shape": (0, -1)}), Case(((2, 3, 4),), {"shape": (-3, 4)}),
@@ -128,7 +128,7 @@ def _flatten_shape(p, shapes):
 
 register(OpDef(
     name="Flatten", aliases=("flatten",), infer_shape=_flatten_shape, gradient=_like_grad,
-    view=True,
+    hints=PlanHints(view=True),
     forward=lambda p, ins, aux, rt: (ins[0].reshape(ins[0].shape[0], -1),),
     cases=(Case(((2, 3, 4),)), Case(((3, 2),))),
     doc="Collapse all axes but the first: (N, a, b, ...) -> (N, a*b*...)."))
@@ -166,7 +166,8 @@ def _reshape_like_shape(p, shapes):
 
 
 register(OpDef(
-    name="reshape_like", inputs=("lhs", "rhs"), infer_shape=_reshape_like_shape, view=True,
+    name="reshape_like", inputs=("lhs", "rhs"), infer_shape=_reshape_like_shape,
+    hints=PlanHints(view=True),
     params=tuple(Param(f"{side}_{end}", "int_or_none", None,
                        doc=f"{end.capitalize()} of the {side} dimensions reshaped (None: "
                            f"{'the first' if end == 'begin' else 'past the last'}).")
@@ -193,7 +194,8 @@ def _expand_shape(p, shapes):
 
 
 register(OpDef(
-    name="expand_dims", params=(Param("axis", "int"),), infer_shape=_expand_shape, view=True,
+    name="expand_dims", params=(Param("axis", "int"),), infer_shape=_expand_shape,
+    hints=PlanHints(view=True),
     gradient=_like_grad,
     forward=lambda p, ins, aux, rt: (ins[0].reshape(_expand_shape(p, [tuple(ins[0].shape)])
                                                     [1][0]),),
@@ -237,7 +239,7 @@ def triton_transpose(p, ins, aux, rt):
 
 register(OpDef(
     name="transpose", params=(Param("axes", "shape", ()),), infer_shape=_transpose_shape,
-    infer_inputs_from_outputs=_transpose_input_from_output,
+    special=Special(infer_inputs_from_outputs=_transpose_input_from_output),
     forward=lambda p, ins, aux, rt: (ins[0].permute(_axes(p, ins[0].dim())).contiguous(),),
     kernel=triton_transpose,
     gradient=lambda g, p, ins, outs, og: [g.op("_transpose_back", og[0], ins[0], axes=p.axes)],

@@ -54,7 +54,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, grad_rule, register
+from .base import Case, OpDef, PlanHints, grad_rule, register
 
 # ------------------------------------------------------------------ slice
 
@@ -603,7 +603,7 @@ def _squeeze_shape(p, shapes):
 register(OpDef(
     name="squeeze", params=(Param("axis", "axis", None, doc="Axes of length 1 to remove (None: "
                                                            "every one)."),),
-    infer_shape=_squeeze_shape, view=True,
+    infer_shape=_squeeze_shape, hints=PlanHints(view=True),
     forward=lambda p, ins, aux, rt: (
         ins[0].reshape(_squeeze_shape(p, [tuple(ins[0].shape)])[1][0]),),
     gradient=lambda g, p, ins, outs, og: [g.op("reshape_like", og[0], ins[0])],

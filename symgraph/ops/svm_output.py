@@ -26,7 +26,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, merge_shape, register
+from .base import Case, OpDef, PlanHints, merge_shape, register
 
 _PARAMS = (
     Param("margin", "float", 1.0, doc="The margin outside which outputs are penalised."),
@@ -105,7 +105,7 @@ register(OpDef(
 
 register(OpDef(
     name="SVMOutput", params=_PARAMS, inputs=("data", "label"), infer_shape=_shape,
-    forward=lambda p, ins, aux, rt: (ins[0].clone(),), loss=True, view=True,
+    forward=lambda p, ins, aux, rt: (ins[0].clone(),), loss=True, hints=PlanHints(view=True),
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_SVMOutput", outs[0], ins[1], **p),
                                           g.zeros(ins[1])],
     cases=(Case(((4, 3), (4,)), ints={1: 3}, grad=False, loss=_loss, low=-2.0, high=2.0),

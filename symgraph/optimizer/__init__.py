@@ -6,7 +6,7 @@
 >>> opt.update(0, w, g, opt.create_state(0, w)); w.asnumpy()
 array([0.95, 0.95], dtype=float32)
 """
-from ..ndarray import abs as NDabs  # noqa: N812 - MXNet's name
+from ..ndarray import abs as NDabs  # MXNet's name
 from . import contrib
 from .large_batch import LARS, LBSGD
 from .optimizer import Optimizer, create, register

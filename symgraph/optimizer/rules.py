@@ -319,7 +319,7 @@ class _SGDStep:
 
 
 @register
-class ccSGD(SGD):  # noqa: N801 - MXNet's name
+class ccSGD(SGD):  # MXNet's name
     """Deprecated alias of :class:`SGD` (MXNet's ``ccSGD``).
 
     >>> type(ccSGD()).__mro__[1].__name__

@@ -433,7 +433,7 @@ class SequentialRNNCell(BaseRNNCell):
     def state_info(self) -> list:
         return _cells_state_info(self._cells)
 
-    def begin_state(self, **kwargs) -> list:  # noqa: D102 - MXNet's signature (no func)
+    def begin_state(self, **kwargs) -> list:  # MXNet's signature (no func)
         assert not self._modified, \
             "After applying modifier cells (e.g. ZoneoutCell) the base " \
             "cell cannot be called directly. Call the modifier cell instead."

@@ -73,7 +73,7 @@ def _scalar_pair(name: str, left, right, ops: tuple[str, str, str], both: Callab
                     "supported")
 
 
-def pow(base, exp):  # noqa: A001 - MXNet's name
+def pow(base, exp):  # MXNet's name
     """``base ** exp`` elementwise; either may be a number.
 
     >>> pow(var('x'), 2).list_arguments(), pow(2, 3)
@@ -108,7 +108,7 @@ def hypot(left, right):
                         lambda a, b: (a * a + b * b) ** 0.5)
 
 
-def eye(N, M=0, k=0, dtype=None, **kwargs) -> Symbol:  # noqa: N803 - MXNet's names
+def eye(N, M=0, k=0, dtype=None, **kwargs) -> Symbol:  # MXNet's names
     """An ``N x M`` matrix symbol with ones on diagonal ``k`` (op ``_eye``)."""
     return _creation("_eye", N=N, M=M, k=k, dtype=dtype, **kwargs)
 
@@ -119,7 +119,7 @@ def linspace(start, stop, num, endpoint=True, name=None, dtype=None) -> Symbol:
                      name=name, dtype=dtype)
 
 
-def histogram(a, bins=10, range=None, **kwargs) -> Symbol:  # noqa: A002 - MXNet's name
+def histogram(a, bins=10, range=None, **kwargs) -> Symbol:  # MXNet's name
     """Histogram counts and edges of ``a`` (op ``_histogram``)."""
     from .op_api import invoke
     if isinstance(bins, Symbol):

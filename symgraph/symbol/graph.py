@@ -31,8 +31,8 @@ _EPOCH = 0
 def op_params(op: OpDef, attrs: dict[str, str], where: str) -> Params:
     """``op``'s parsed and checked params for these attribute strings (shared, immutable;
     an op parsing its own attributes gets fresh ones per node)."""
-    if op.parse is not None:
-        return op.parse(attrs, where)
+    if op.special.parse is not None:
+        return op.special.parse(attrs, where)
     key = (op.name, tuple(attrs.items()))
     params = _PARSED.get(key)
     if params is None:

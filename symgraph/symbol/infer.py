@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..base import DTypeError, MXNetError, ShapeError
-from ..ops.base import known, merge_shape
+from ..ops.base import MAX_NDIM, known, merge_shape
 from .graph import IndexedGraph, Node
 
 
@@ -68,6 +68,9 @@ def _apply_rule(kind: _Kind, ig: IndexedGraph, nid: int, values: list) -> bool:
         current = list(result[0])
     if backwards and not all(known(s) for s in current):
         outs_now = [values[base + k] for k in range(node.num_outputs)]
+        if result is not None:  # what the rule just gave counts as known too
+            outs_now = [_refined(o, r) for o, r in zip(outs_now, list(result[1]) +
+                                                      [()] * len(outs_now))]
         completed = backwards(node.params, list(current), outs_now)
         if completed is not None:
             result = (completed, result[1] if result is not None else [])
@@ -89,6 +92,14 @@ def _apply_rule(kind: _Kind, ig: IndexedGraph, nid: int, values: list) -> bool:
         if merged != values[base + k]:
             values[base + k], changed = merged, True
     return changed
+
+
+def _refined(old: tuple, new) -> tuple:
+    """``old`` completed by a rule's ``new`` shape (a conflict is left to ``_merge``)."""
+    try:
+        return merge_shape(old, tuple(new), "output") if new else old
+    except MXNetError:
+        return old
 
 
 def _merge(kind: _Kind, node: Node, old, new, what: str):
@@ -203,6 +214,8 @@ def _direct(kind, node, current: tuple, n_out: int) -> tuple | None:
         outs = outs * n_out  # one dtype stands for every output
     if len(outs) != n_out or not all(kind.is_known(o) for o in outs):
         return None
+    if kind is SHAPE and not all(len(o) <= MAX_NDIM and min(o, default=0) >= 0 for o in outs):
+        return None  # an invalid shape: the general path's merge raises naming the node
     return outs
 
 

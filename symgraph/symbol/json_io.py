@@ -385,7 +385,7 @@ def _build_node(raw: dict, built: dict[int, Node]) -> Node:
     n_missing = len(slots) - len(node.inputs)
     if n_missing > 0 and len(node.inputs) >= len(node.op.input_names(p)):
         # legacy files left aux states implicit; MXNet's upgrader creates them like this
-        extra = node.op.var_attrs or {}
+        extra = node.op.special.var_attrs or {}
         added = slots[len(node.inputs):]
         node.inputs += [(Node(None, f"{name}_{s}", {**attrs, **extra.get(s, {})}), 0)
                         for s in added]

@@ -95,7 +95,7 @@ def _wire_inputs(node: Node, slots: list[str], positional: list, keyword: dict) 
         if key in given:
             raise GraphError(f"Error in {node.where}: input '{key}' given twice")
         given[key] = value
-    extra = node.op.var_attrs or {}
+    extra = node.op.special.var_attrs or {}
     entries = []
     for slot in slots:
         if slot in given:
@@ -150,7 +150,7 @@ def _static_slots(op: OpDef) -> list[str]:
 def _signature(op: OpDef) -> inspect.Signature:
     P = inspect.Parameter
     params = []
-    if op.key_var_num_args or op.parse is not None:  # Custom: inputs named by its prop
+    if op.key_var_num_args or op.special.parse is not None:  # Custom: inputs named by its prop
         params.append(P("args", P.VAR_POSITIONAL))
     else:
         params += [P(s, P.POSITIONAL_OR_KEYWORD, default=None) for s in _static_slots(op)]

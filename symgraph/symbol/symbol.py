@@ -465,7 +465,7 @@ def copy_graph(heads: list[Entry], replace: dict[int, Entry]) -> dict[int, Node]
             continue
         # an op parsing its own attributes (Custom) keeps per-node state: parse again
         new = Node(node.op, node.name, node.attrs,
-                   params=node._params if node.op.parse is None else None)
+                   params=node._params if node.op.special.parse is None else None)
         new.inputs = [_mapped(entry_map, mapping, e) for e in node.inputs]
         new.versions = node.versions
         new.subgraphs = node.subgraphs  # a control-flow node keeps its bodies
@@ -491,7 +491,7 @@ def _substitute(heads: list[Entry], by_name: dict[str, Entry]) -> list[Entry]:
     return out
 
 
-def Group(symbols: Sequence[Symbol]) -> Symbol:  # noqa: N802 - MXNet's name
+def Group(symbols: Sequence[Symbol]) -> Symbol:  # MXNet's name
     """Group several symbols into one with all their outputs.
 
     >>> import symgraph as mx
@@ -504,7 +504,7 @@ def Group(symbols: Sequence[Symbol]) -> Symbol:  # noqa: N802 - MXNet's name
     return Symbol([e for s in symbols for e in s._outputs])
 
 
-def Variable(name: str, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None,  # noqa: N802
+def Variable(name: str, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None,
              init=None, stype=None, **kwargs) -> Symbol:
     """Create a symbolic variable.
 

@@ -11,7 +11,8 @@ from symgraph.ops.base import canonical_ops
 from tests.op_harness import bind, draw_inputs, run_forward
 
 CASES = [pytest.param(op, case, id=f"{op.name}-{i}")
-         for op in canonical_ops() if op.expr is not None and op.kernel is None and not op.view
+         for op in canonical_ops()
+         if op.expr is not None and op.kernel is None and not op.hints.view
          for i, case in enumerate(op.cases)]
 # masked-out lanes load 0 and may take e.g. sqrt(-1); numpy warns, the values are discarded
 pytestmark = pytest.mark.filterwarnings("error:Triton kernel",

@@ -79,8 +79,8 @@ def test_every_operator_has_a_triton_path():
     """Every non-view operator has a Triton kernel or a Triton expression, or is a composite
     (expanded into such operators at bind: tests/test_composite.py runs them under Triton)."""
     assert [o.name for o in canonical_ops()
-            if o.kernel is None and o.expr is None and not o.view and o.decompose is None
-            and o.eager is None  # eager: runs registered ops (boolean_mask: take)
+            if o.kernel is None and o.expr is None and not o.hints.view and o.decompose is None
+            and o.special.eager is None  # eager: runs registered ops (boolean_mask: take)
             and o.name not in HOST_PYTHON] == []
 
 

@@ -101,13 +101,13 @@ def _load_and_run(mx, graph_json: str, graph: dict, io: dict, params_path, tmp):
     try:
         json_path, params_path = _files(mx, graph_json, graph, io, params_path, tmp)
         net = mx.gluon.SymbolBlock.imports(json_path, names, params_path)
-    except Exception as err:  # noqa: BLE001 - recorded
+    except Exception as err:  # recorded
         return "load error", err, None
     try:
         out = net(*[mx.nd.array(inputs[n]) for n in names])
         outs = out if isinstance(out, (list, tuple)) else [out]
         return "ran", None, [o.asnumpy() for o in outs]
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         return "run error", err, None
 
 
@@ -206,7 +206,7 @@ def _float64_outputs(mx, graph_json: str, graph: dict, io: dict, params_path, tm
         exe = mx.sym.load_json(common.widen_json(graph_json)).bind(mx.cpu(), args,
                                                                   aux_states=aux)
         return [o.asnumpy() for o in exe.forward()]
-    except Exception:  # noqa: BLE001 - no float64 verdict for this graph
+    except Exception:  # no float64 verdict for this graph
         return None
 
 

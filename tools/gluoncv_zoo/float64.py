@@ -93,7 +93,7 @@ def main() -> None:
             try:
                 with tempfile.TemporaryDirectory() as tmp:
                     outs = float64_outputs(mx, np, prefix, tmp)
-            except Exception as err:  # noqa: BLE001 - MXNet's error is reported
+            except Exception as err:  # MXNet's error is reported
                 print(name, "no float64 run:", type(err).__name__, str(err)[:300], flush=True)
                 continue
             np.savez(prefix + "-io64.npz", **{f"out{i}": o for i, o in enumerate(outs)})

@@ -47,7 +47,7 @@ def _get_model(gcv, name: str, kwargs: dict):
             if not bad:
                 raise
             kwargs.pop(bad[0])
-        except Exception as err:  # noqa: BLE001 - darknet53 refuses any extra keyword
+        except Exception as err:  # darknet53 refuses any extra keyword
             extra = [k for k in kwargs if k != "pretrained"]
             if "should only accept kwargs" not in str(err) or not extra:
                 raise
@@ -87,7 +87,7 @@ def run_one(mx, gcv, np, name: str, out_dir: str) -> dict:
     for kwargs, shapes in common.attempts(name):
         try:
             net, xs, outs, constants = _try(mx, gcv, name, kwargs, shapes)
-        except Exception as err:  # noqa: BLE001 - MXNet's error is the record
+        except Exception as err:  # MXNet's error is the record
             rec["errors"].append(f"{shapes}: {type(err).__name__}: {str(err)[:400]}")
             continue
         if any(o.size == 0 for o in outs):
@@ -108,7 +108,7 @@ def run_one(mx, gcv, np, name: str, out_dir: str) -> dict:
     try:
         net.export(prefix, epoch=0)
         rec["exported"] = True
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         rec["export_error"] = f"{type(err).__name__}: {str(err)[:400]}"
     params = net.collect_params()
     arrays = {f"in{i}": x.asnumpy() for i, x in enumerate(xs)}

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import datasets  # noqa: E402 - the harness's own folder
+import datasets  # the harness's own folder
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

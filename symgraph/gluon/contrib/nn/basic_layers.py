@@ -110,7 +110,7 @@ ndev=1, key='sbn_', in_channels=3)
     ['sbn_beta', 'sbn_gamma', 'sbn_running_mean', 'sbn_running_var']
     """
 
-    def __init__(self, in_channels: int = 0, num_devices: int | None = None,  # noqa: PLR0913
+    def __init__(self, in_channels: int = 0, num_devices: int | None = None,
                  momentum: float = 0.9, epsilon: float = 1e-5, center: bool = True,
                  scale: bool = True, use_global_stats: bool = False,
                  beta_initializer="zeros", gamma_initializer="ones",

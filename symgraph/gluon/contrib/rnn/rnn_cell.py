@@ -17,7 +17,7 @@ from ...rnn.contrib_cells import LSTMPCell, VariationalDropoutCell
 __all__ = ["VariationalDropoutCell", "LSTMPCell"]
 
 
-def dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0,  # noqa: PLR0913
+def dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0,
                    layout="TNC", valid_length=None):
     """Unroll a cell with ``contrib.foreach`` (not supported: use ``cell.unroll``)."""
     raise unsupported("mx.gluon.contrib.rnn.rnn_cell.dynamic_unroll",

@@ -4,5 +4,5 @@
 >>> vision.transforms.ToTensor().__class__.__name__
 'ToTensor'
 """
-from . import transforms  # noqa: E402,F401
+from . import transforms  # noqa: F401
 from .datasets import *  # noqa: F403

@@ -73,7 +73,7 @@ class DenseNet(HybridBlock):
         Number of classes of the output layer.
     """
 
-    def __init__(self, num_init_features: int, growth_rate: int, block_config,  # noqa: PLR0913
+    def __init__(self, num_init_features: int, growth_rate: int, block_config,
                  bn_size: int = 4, dropout: float = 0, classes: int = 1000, **kwargs):
         super().__init__(**kwargs)
         with self.name_scope():

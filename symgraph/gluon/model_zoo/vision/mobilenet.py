@@ -29,7 +29,7 @@ class RELU6(nn.HybridBlock):
         return F.clip(x, 0, 6, name="relu6")
 
 
-def _add_conv(out, channels: int = 1, kernel: int = 1, stride: int = 1,  # noqa: PLR0913
+def _add_conv(out, channels: int = 1, kernel: int = 1, stride: int = 1,
               pad: int = 0, num_group: int = 1, active: bool = True,
               relu6: bool = False) -> None:
     """Add a convolution (no bias), a BatchNorm and, if ``active``, ReLU or ReLU6."""

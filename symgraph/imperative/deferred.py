@@ -1,7 +1,7 @@
 """Recorded graph calls composed before they run.
 
-Under ``autograd.record()`` a :class:`~symgraph.cached_graph.CachedGraph` call (a Gluon
-block, or recorded NDArray arithmetic) does not run at once: it returns :class:`Pending`
+Under ``autograd.record()`` a :class:`~symgraph.imperative.cached_graph.CachedGraph` call
+(a Gluon block, or recorded NDArray arithmetic) does not run at once: it returns :class:`Pending`
 arrays and joins a :class:`Chain` with the pending calls its inputs came from. When a value
 is needed — an array's data is read, or ``backward`` starts — the chain is composed into one
 Symbol (each call's graph with its inputs wired to the outputs of earlier calls; parameters
@@ -16,8 +16,11 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 
-from .autograd import is_tracked
-from .ndarray.ndarray import NDArray
+from ..ndarray.ndarray import NDArray
+from ..symbol import Group, Variable
+from ..symbol.op_api import invoke as symbol_op
+from .cached_graph import CachedGraph
+from .tape import is_tracked
 
 MAX_CALLS = 16
 _MAX_COMPOSED = 64  # composed graphs kept (least recently used dropped)
@@ -223,8 +226,6 @@ def _dropper(key: tuple):
 def _compose(wiring: list, n_external: int, mask: tuple | None):
     """One CachedGraph for a chain's structure; outputs ``mask`` marks False pass through
     ``BlockGrad``."""
-    from .cached_graph import CachedGraph
-    from .symbol import BlockGrad, Group, Variable
     names = [f"__deferred_input{k}" for k in range(n_external)]
     ext = [Variable(n) for n in names]
     shared: dict[str, object] = {}
@@ -240,7 +241,7 @@ def _compose(wiring: list, n_external: int, mask: tuple | None):
         outs.append([composed[k] for k in range(len(composed.list_outputs()))])
     flat = [s for o in outs for s in o]
     if mask is not None:
-        flat = [s if keep else BlockGrad(s, name=f"__deferred_nograd{k}")
+        flat = [s if keep else symbol_op("BlockGrad", [s], {}, name=f"__deferred_nograd{k}")
                 for k, (s, keep) in enumerate(zip(flat, mask))]
     where = "recorded calls of " + ", ".join(g.where for g, _ in wiring)
     return CachedGraph(Group(flat), names, _no_params, where)

@@ -1,21 +1,120 @@
-"""Classification and correlation metrics of ``mx.metric``: F1, MCC, PearsonCorrelation, PCC.
+"""Classification metrics of ``mx.metric``: Accuracy, TopKAccuracy, F1, MCC, PCC.
 
-Split from :mod:`symgraph.metric` (which re-exports them) to keep files short.
+>>> import symgraph as mx
+>>> acc = mx.metric.create('acc')
+>>> acc.update([mx.nd.array([0, 1, 1])], [mx.nd.array([[0.7, 0.3], [0.2, 0.8], [0.9, 0.1]])])
+>>> acc.get()
+('accuracy', 0.6666666666666666)
 """
 from __future__ import annotations
 
 import math
 
 import numpy
+import torch
 
-from .metric import (
+from .base import (
     EvalMetric,
     _Accumulating,
     _host,
+    _host_view,
+    _on_accelerator,
+    _scalar,
     alias,
     check_label_shapes,
     register,
 )
+
+
+@register
+@alias("acc")
+class Accuracy(_Accumulating):
+    """Classification accuracy; predictions of another shape are argmax-ed over ``axis``.
+
+    >>> m = Accuracy()
+    >>> m.update([numpy.array([0, 1])], [numpy.array([[0.3, 0.7], [0.0, 1.0]])])
+    >>> m.get()
+    ('accuracy', 0.5)
+    """
+
+    def __init__(self, axis: int = 1, name: str = "accuracy", output_names=None,
+                 label_names=None):
+        super().__init__(name, axis=axis, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+        self.axis = axis
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred_label in zip(labels, preds):
+            if _on_accelerator(pred_label):  # count where the outputs are; copy one number
+                self._add(*_accuracy_counts_torch(pred_label, label, self.axis))
+                continue
+            pred_label, label = _host_view(pred_label), _host_view(label)
+            if pred_label.shape != label.shape:
+                pred_label = pred_label.argmax(axis=self.axis)
+            pred_label = pred_label.astype(numpy.int32).ravel()
+            label = label.astype(numpy.int32).ravel()
+            check_label_shapes(label, pred_label)
+            self._add(numpy.count_nonzero(pred_label == label), len(pred_label))
+
+
+def _accuracy_counts_torch(pred, label, axis: int) -> tuple[int, int]:
+    """Accuracy's ``(correct, total)`` computed by torch on ``pred``'s device.
+
+    Same steps as the numpy path (argmax when the shapes differ, truncation to int32).
+    """
+    pred = getattr(pred, "_t", pred)
+    label_t = getattr(label, "_t", label)
+    if not isinstance(label_t, torch.Tensor):
+        label_t = torch.from_numpy(numpy.ascontiguousarray(_host(label)))
+    label = label_t.to(pred.device)
+    if pred.shape != label.shape:
+        pred = pred.argmax(dim=axis)
+    pred = pred.to(torch.int32).reshape(-1)
+    label = label.to(torch.int32).reshape(-1)
+    check_label_shapes(label, pred)
+    return int((pred == label).sum().item()), pred.numel()
+
+
+@register
+@alias("top_k_accuracy", "top_k_acc")
+class TopKAccuracy(_Accumulating):
+    """Whether the label is among the ``top_k`` highest predictions.
+
+    >>> m = TopKAccuracy(top_k=2)
+    >>> m.update([numpy.array([2, 0])], [numpy.array([[0.1, 0.5, 0.4], [0.2, 0.3, 0.5]])])
+    >>> m.get()
+    ('top_k_accuracy_2', 0.5)
+    """
+
+    def __init__(self, top_k: int = 1, name: str = "top_k_accuracy", output_names=None,
+                 label_names=None):
+        super().__init__(name, top_k=top_k, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+        self.top_k = top_k
+        assert self.top_k > 1, "Please use Accuracy if top_k is no more than 1"
+        self.name += f"_{self.top_k}"
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred_label in zip(labels, preds):
+            assert len(pred_label.shape) <= 2, "Predictions should be no more than 2 dims"
+            pred_label = numpy.argpartition(_host(pred_label).astype("float32"), -self.top_k)
+            label = _host(label).astype("int32")
+            check_label_shapes(label, pred_label)
+            num_samples = pred_label.shape[0]
+            if pred_label.ndim == 1:
+                # MXNet 1.9.1 leaves the global sum untouched on this path
+                self.sum_metric += _scalar((pred_label.flat == label.flat).sum())
+            else:
+                num_classes = pred_label.shape[1]
+                for j in range(min(num_classes, self.top_k)):
+                    num_correct = _scalar(
+                        (pred_label[:, num_classes - 1 - j].flat == label.flat).sum())
+                    self.sum_metric += num_correct
+                    self.global_sum_metric += num_correct
+            self.num_inst += num_samples
+            self.global_num_inst += num_samples
 
 
 class _BinaryClassificationMetrics:
@@ -161,81 +260,6 @@ class MCC(_BinaryMetric):
     def reset_local(self) -> None:
         super().reset_local()
         self.num_inst = 0.0
-
-
-@register
-@alias("pearsonr")
-class PearsonCorrelation(_Accumulating):
-    """Pearson correlation of predictions and labels.
-
-    'macro' averages the per-update correlation; 'micro' correlates everything seen
-    (with MXNet 1.9.1's streaming formulas; its ``get_global`` then reads the unused
-    global sums, as MXNet's does).
-
-    >>> m = PearsonCorrelation()
-    >>> m.update([numpy.array([1.0, 2.0, 3.0])], [numpy.array([2.0, 4.0, 6.5])])
-    >>> round(m.get()[1], 4)
-    0.9979
-    """
-
-    def __init__(self, name: str = "pearsonr", output_names=None, label_names=None,
-                 average: str = "macro"):
-        self.average = average
-        super().__init__(name, output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
-        if self.average == "micro":
-            self.reset_micro()
-
-    def reset_micro(self) -> None:
-        """Clear the streaming sums of 'micro' averaging."""
-        self._sse_p = self._mean_p = self._sse_l = self._mean_l = 0
-        self._pred_nums = self._label_nums = self._conv = 0
-
-    def reset(self) -> None:
-        super().reset()
-        if self.average == "micro":
-            self.reset_micro()
-
-    @staticmethod
-    def update_variance(new_values, *aggregate):
-        """Welford's update of ``(count, mean, M2)`` with a batch of values."""
-        count, mean, m_2 = aggregate
-        count += len(new_values)
-        delta = new_values - mean
-        mean += numpy.sum(delta / count)
-        delta_2 = new_values - mean
-        m_2 += numpy.sum(delta * delta_2)
-        return count, mean, m_2
-
-    def update_cov(self, label, pred) -> None:
-        """Accumulate the co-moment (against the running means, as MXNet)."""
-        self._conv = self._conv + numpy.sum((label - self._mean_l) * (pred - self._mean_p))
-
-    def update(self, labels, preds) -> None:
-        labels, preds = check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
-            check_label_shapes(label, pred, False, True)
-            label = _host(label).ravel().astype(numpy.float64)
-            pred = _host(pred).ravel().astype(numpy.float64)
-            if self.average == "macro":
-                self._add(numpy.corrcoef(pred, label)[0, 1], 1)
-                continue
-            self.global_num_inst += 1
-            self.num_inst += 1
-            self._label_nums, self._mean_l, self._sse_l = self.update_variance(
-                label, self._label_nums, self._mean_l, self._sse_l)
-            self.update_cov(label, pred)
-            self._pred_nums, self._mean_p, self._sse_p = self.update_variance(
-                pred, self._pred_nums, self._mean_p, self._sse_p)
-
-    def get(self):
-        if self.num_inst == 0:
-            return self.name, float("nan")
-        if self.average == "macro":
-            return self.name, self.sum_metric / self.num_inst
-        n = self._label_nums
-        return self.name, float(self._conv / ((n - 1) * numpy.sqrt(self._sse_p / (n - 1))
-                                              * numpy.sqrt(self._sse_l / (n - 1))))
 
 
 @register

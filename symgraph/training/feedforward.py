@@ -2,6 +2,13 @@
 
 It trains through ``model._train_multi_device`` (so through the shared data-parallel
 executor group) and predicts with one executor on the first context.
+
+>>> import warnings, symgraph as mx
+>>> with warnings.catch_warnings():
+...     warnings.simplefilter('ignore', DeprecationWarning)
+...     model = FeedForward(mx.sym.Variable('x') * 2, num_epoch=1)
+>>> model.ctx, model.optimizer
+([cpu(0)], 'sgd')
 """
 from __future__ import annotations
 
@@ -9,11 +16,20 @@ import warnings
 
 import numpy as np
 
-from .base import BindError
-from .context import Context, cpu
-from .executor import checked_source
-from .executor_group import _load_general
-from .ndarray import NDArray, zeros
+from .. import metric
+from .. import optimizer as opt
+from ..base import BindError
+from ..callback import BatchEndParam
+from ..context import Context, cpu
+from ..executor import checked_source
+from ..initializer import Uniform
+from ..io import DataIter, NDArrayIter
+from ..module.executor_group import _load_general
+from ..ndarray import NDArray, zeros
+from ..symbol import Symbol
+from .fit_loop import _train_multi_device
+from .model_io import load_checkpoint, save_checkpoint
+from .model_kvstore import _create_kvstore
 
 
 def _load_data(batch, targets, names) -> None:
@@ -49,8 +65,6 @@ class FeedForward:
                  allow_extra_params=False, begin_epoch=0, **kwargs):
         warnings.warn("mxnet.model.FeedForward has been deprecated. Please use "
                       "mxnet.mod.Module instead.", DeprecationWarning, stacklevel=2)
-        from .initializer import Uniform
-        from .symbol import Symbol
         self.symbol, self.sym_gen = (symbol, None) if isinstance(symbol, Symbol) else \
             (None, symbol)
         self.arg_params, self.aux_params = arg_params, aux_params
@@ -106,7 +120,6 @@ class FeedForward:
         return arg_names, list(param_names), aux_names
 
     def _init_iter(self, X, y, is_train: bool):
-        from .io import DataIter, NDArrayIter
         if isinstance(X, (np.ndarray, NDArray)):
             if y is None:
                 if is_train:
@@ -129,7 +142,6 @@ class FeedForward:
 
     def _init_eval_iter(self, eval_data):
         """MXNet's rules: a (data, label) pair becomes a *training* iterator (shuffled)."""
-        from .io import DataIter
         if eval_data is None:
             return None
         if isinstance(eval_data, (tuple, list)) and len(eval_data) == 2:
@@ -197,8 +209,6 @@ class FeedForward:
     def score(self, X, eval_metric="acc", num_batch=None, batch_end_callback=None,
               reset=True):
         """The value of ``eval_metric`` over ``X``."""
-        from . import metric
-        from .model import BatchEndParam
         eval_metric = eval_metric if isinstance(eval_metric, metric.EvalMetric) else \
             metric.create(eval_metric)
         for i, batch in enumerate(self._batches(X, num_batch, reset)):
@@ -214,9 +224,6 @@ class FeedForward:
             batch_end_callback=None, kvstore="local", logger=None, work_load_list=None,
             monitor=None, eval_end_callback=None, eval_batch_end_callback=None) -> None:
         """Train with ``model._train_multi_device`` (MXNet's FeedForward.fit)."""
-        from . import metric
-        from . import optimizer as opt
-        from .model import _create_kvstore, _train_multi_device
         data = self._init_iter(X, y, is_train=True)
         eval_data = self._init_eval_iter(eval_data)
         if self.sym_gen:
@@ -252,7 +259,6 @@ class FeedForward:
 
     def save(self, prefix: str, epoch=None, remove_amp_cast: bool = True) -> None:
         """Checkpoint to ``prefix-symbol.json`` and ``prefix-%04d.params``."""
-        from .model import save_checkpoint
         epoch = self.num_epoch if epoch is None else epoch
         save_checkpoint(prefix, epoch, self.symbol, self.arg_params, self.aux_params,
                         remove_amp_cast=remove_amp_cast)
@@ -260,7 +266,6 @@ class FeedForward:
     @staticmethod
     def load(prefix: str, epoch: int, ctx=None, **kwargs) -> FeedForward:
         """A FeedForward from a checkpoint (continuing at ``epoch``)."""
-        from .model import load_checkpoint
         symbol, arg_params, aux_params = load_checkpoint(prefix, epoch)
         return FeedForward(symbol, ctx=ctx, arg_params=arg_params, aux_params=aux_params,
                            begin_epoch=epoch, **kwargs)

@@ -11,8 +11,14 @@ backward; a second call meanwhile (a block used twice in one step) takes another
 of the same signature, which writes parameter gradients into its own buffers, added to
 the parameters' after the backward pass. Parameter gradients that several graphs write in
 one backward pass (a block inside two composed chains) are summed, not overwritten.
-Under ``record()`` calls are deferred and composed by :mod:`symgraph.deferred`, which runs
-the composed graph through :meth:`CachedGraph.run`.
+Under ``record()`` the recorder (:mod:`symgraph.imperative.recorded`) takes the call: it is
+deferred and composed by :mod:`symgraph.imperative.deferred`, which runs the composed graph
+through :meth:`CachedGraph.run`. :class:`CachedOp` is MXNet's ``mx.nd.CachedOp`` over it.
+
+>>> import symgraph as mx
+>>> g = CachedGraph(mx.sym.var('a') + 1, ['a'], lambda ctx: {}, 'example')
+>>> g([mx.nd.ones((2,))], mx.cpu())[0].asnumpy()
+array([2., 2.], dtype=float32)
 """
 from __future__ import annotations
 
@@ -22,9 +28,14 @@ from collections.abc import Callable
 
 import torch
 
-from . import autograd, config, deferred
-from .base import MXNetError
-from .ndarray.ndarray import NDArray
+from ..base import MXNetError
+from ..ndarray import hooks
+from ..ndarray.ndarray import NDArray
+from ..ndarray.register import write_out
+from ..ops.mxnet_names import monitor_input_names
+from ..symbol import Group
+from ..symbol.op_api import invoke
+from . import tape
 
 ParamArrays = dict  # name -> (data NDArray, grad NDArray | None, grad_req)
 
@@ -34,7 +45,7 @@ _WRITTEN: list = [-1, set()]  # (backward pass, ids of parameter gradients writt
 def _written() -> set[int]:
     """Parameter gradient tensors already written in the running backward pass: an executor
     writing one of them again adds to it instead (a block used by two graphs in one step)."""
-    now = autograd.pass_id()
+    now = tape.pass_id()
     if _WRITTEN[0] != now:
         _WRITTEN[0], _WRITTEN[1] = now, set()
     return _WRITTEN[1]
@@ -72,7 +83,6 @@ def _op_hook_adapter(symbol, callback):
     """An executor monitor callback ``(name, array)`` calling the op hook
     ``callback(name, op_name, array)`` with the operator of the named entry. MXNet's op
     hooks see operators' inputs and outputs only: variables' own names are not passed on."""
-    from .ops.mxnet_names import monitor_input_names
     ops = {}
     for node in symbol._graph().nodes:
         if node.op is None:
@@ -99,8 +109,6 @@ def _distinct_outputs(symbol):
     keys = [(id(node), k) for node, k in outs]
     if len(set(keys)) == len(keys):
         return symbol
-    from .symbol import Group
-    from .symbol.op_api import invoke
     seen: set = set()
     parts = []
     for k, key in enumerate(keys):
@@ -141,24 +149,29 @@ class CachedGraph:
     def num_outputs(self) -> int:
         return len(self.symbol._outputs)
 
+    @property
+    def hooked(self) -> bool:
+        """Whether an op hook watches the runs (such a call is never deferred)."""
+        return self._op_hook is not None
+
     # ------------------------------------------------------------ calling
     def __call__(self, inputs: list[NDArray], ctx) -> list[NDArray]:
         """Run on ``inputs``; under ``autograd.record()`` the call is deferred (see
-        :mod:`symgraph.deferred`) and its outputs computed when first read."""
+        :mod:`symgraph.imperative.deferred`) and its outputs computed when first read."""
         if len(inputs) != self._n_inputs:
             raise MXNetError(f"{self.where}: {len(inputs)} inputs given for "
                              f"{self._n_inputs}")
         if len(self.input_names) != self._n_inputs:
             inputs = [x for x, used in zip(inputs, self._used) if used]
-        if autograd.is_recording() and config.get().defer_recorded and self._op_hook is None:
-            return deferred.call(self, inputs, ctx, autograd.is_training())
-        return self.run(inputs, ctx, autograd.is_training(), self.params(ctx),
-                        autograd.is_recording())
+        recorder = hooks.STATE.recorder
+        if recorder is not None:
+            return recorder.call_graph(self, inputs, ctx)
+        return self.run(inputs, ctx, hooks.STATE.training, self.params(ctx), False)
 
     def run(self, inputs: list[NDArray], ctx, training: bool, params: ParamArrays,
             record: bool) -> list[NDArray]:
         """Run now (training mode ``training``), leaving a tape node when ``record``."""
-        needs = tuple(record and autograd.is_tracked(x) for x in inputs)
+        needs = tuple(record and tape.is_tracked(x) for x in inputs)
         slot, outs = self._forward(inputs, ctx, training, params, needs)
         if record and (any(needs) or self._param_ids[2]):  # [2]: any parameter gradient
             self._record(slot, inputs, outs, params)
@@ -175,8 +188,8 @@ class CachedGraph:
             fresh = self._recorded(slot, params)[1]
             grads = [None] * len(outs)
             for k, g in head_grads.items():
-                grads[k] = autograd.shared_filled(outs[k]._t, 1.0) if g is None else g
-            autograd.next_pass()
+                grads[k] = tape.shared_filled(outs[k]._t, 1.0) if g is None else g
+            tape.next_pass()
             slot.exe.backward(grads)
             self._merge(slot, params, fresh)
         return outs
@@ -297,7 +310,7 @@ class CachedGraph:
 
         def run_backward(ograds: list) -> list:
             assert slot.uses == use, "a busy executor was reused"
-            heads = [NDArray(autograd.shared_filled(t, 0.0) if g is None else g)
+            heads = [NDArray(tape.shared_filled(t, 0.0) if g is None else g)
                      for t, g in zip(out_values, ograds)]
             written = _written()
             kept = [(t, t.clone()) for t in targets if id(t) in written] if written else ()
@@ -311,9 +324,35 @@ class CachedGraph:
             if ran:
                 self._merge(slot, params, fresh)
 
-        node = autograd.Node(inputs, len(outs), run_backward, self.where, finish,
+        node = tape.Node(inputs, len(outs), run_backward, self.where, finish,
                              (self.symbol, self.input_names, params))
         slot.node = weakref.ref(node)  # the executor is free again once the node is gone
-        autograd.attach(outs, node)
+        tape.attach(outs, node)
 
 
+class CachedOp:
+    """A symbol run as a function on NDArrays, inputs in ``sym.list_inputs()`` order
+    (MXNet's CachedOp), through a cached bound graph.
+
+    >>> import symgraph as mx
+    >>> op = mx.nd.CachedOp(mx.sym.var('a') * 2 + mx.sym.var('b'))
+    >>> op(mx.nd.ones((2,)), mx.nd.ones((2,))).asnumpy()
+    array([3., 3.], dtype=float32)
+    """
+
+    def __init__(self, sym, flags=(), thread_safe: bool = False):
+        self._inputs = sym.list_inputs()
+        aux = set(sym.list_auxiliary_states())
+        self._args = [n for n in self._inputs if n not in aux]
+        self._current: dict = {}
+        self._graph = CachedGraph(sym, self._args, lambda ctx: self._current, "CachedOp")
+
+    def __call__(self, *args, out=None, **kwargs):
+        if len(args) != len(self._inputs):
+            raise MXNetError(f"CachedOp expects {len(self._inputs)} inputs "
+                             f"({self._inputs}), got {len(args)}")
+        given = dict(zip(self._inputs, args))
+        self._current = {n: (a, None, "null") for n, a in given.items() if n not in self._args}
+        outs = self._graph([given[n] for n in self._args], args[0].context)
+        result = outs[0] if len(outs) == 1 else outs
+        return result if out is None else write_out(result, out)

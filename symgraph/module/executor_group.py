@@ -5,6 +5,15 @@ context gets an executor bound to its slice, parameters are separate arrays per 
 and callers (KVStore or a local updater) aggregate gradients and broadcast weights. MXNet
 had two drifting copies of this class; here ``executor_manager.DataParallelExecutorGroup``
 and ``Module``'s ``_exec_group`` are the same :class:`DataParallelExecutorGroup`.
+It lives where MXNet keeps it, ``mxnet.module.executor_group``.
+
+>>> import symgraph as mx
+>>> net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2, name='fc')
+>>> group = DataParallelExecutorGroup(net, [mx.cpu(0), mx.cpu(1)], [1, 1], [('data', (4, 3))],
+...                                   None, ['fc_weight', 'fc_bias'], for_training=True,
+...                                   inputs_need_grad=False)
+>>> group.slices, [e.arg_dict['data'].shape for e in group.execs]
+([slice(0, 2, None), slice(2, 4, None)], [(2, 3), (2, 3)])
 """
 from __future__ import annotations
 
@@ -13,11 +22,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .base import BindError, MXNetError
-from .context import Context, cpu
-from .executor import checked_source
-from .ndarray import NDArray
-from .ndarray import concat as nd_concat
+from ..base import BindError, MXNetError
+from ..context import Context, cpu
+from ..executor import checked_source
+from ..ndarray import NDArray
+from ..ndarray import concat as nd_concat
 
 
 def _split_input_slice(batch_size: int, work_load_list: Sequence[float]) -> list[slice]:
