@@ -259,6 +259,11 @@ class NotSupportedForSparseNDArray(MXNetError):
                               self.args)
 
 
+class StorageFallbackError(MXNetError, MemoryError):
+    """An operator has no kernel for its sparse inputs and running it on dense copies would
+    materialise an array larger than ``Config.sparse_fallback_limit`` elements."""
+
+
 class DeviceError(MXNetError, OSError):
     """A context names a device this process cannot use (a GPU without CUDA, an index past
     the visible devices). An ``OSError`` too, as MXNet's failed CUDA driver loads are."""

@@ -44,6 +44,10 @@ class Config:
     dist_timeout: float = 300.0
     dist_bucket_mb: float = 25.0
     async_period: int = 8
+    # the most elements a storage fallback may densify: an operator without a kernel for
+    # its sparse inputs runs on dense copies of them (as MXNet does), unless a copy would be
+    # larger than this, which raises StorageFallbackError instead; 0 = no limit
+    sparse_fallback_limit: int = 1 << 26
     # the job's secret, set by the launcher (JOB_SECRET_ENV): symgraph signs the values it
     # writes to the rendezvous store with it and ignores values not signed with it
     job_secret: str = field(default="", repr=False)
@@ -68,6 +72,8 @@ def _from_env() -> Config:
         dist_timeout=float(env.get("SYMGRAPH_DIST_TIMEOUT", str(Config.dist_timeout))),
         dist_bucket_mb=float(env.get("SYMGRAPH_DIST_BUCKET_MB", str(Config.dist_bucket_mb))),
         async_period=int(env.get("SYMGRAPH_ASYNC_PERIOD", str(Config.async_period))),
+        sparse_fallback_limit=int(env.get("SYMGRAPH_SPARSE_FALLBACK_LIMIT",
+                                          str(Config.sparse_fallback_limit))),
         job_secret=env.get(JOB_SECRET_ENV, ""),
     )
 
@@ -141,6 +147,9 @@ MXNET_ENV: dict[str, EnvVar] = {
                                            "torchrun's agent hosts the store for every rank"),
     "NVIDIA_TF32_OVERRIDE": EnvVar(_not_zero, True, "0: no TF32 (test_utils.effective_dtype)"),
     "CD_JOB": EnvVar(_is_one, False, "1: a Continuous Delivery run (test_utils.is_cd_run)"),
+    "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": EnvVar(_int_flag, True,
+                                                 "log each operator that runs sparse inputs "
+                                                 "densely (storage fallback), once"),
 }
 
 

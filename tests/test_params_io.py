@@ -72,9 +72,26 @@ def test_load_frombuffer_matches_load():
         np.testing.assert_array_equal(from_buf[key].asnumpy(), from_file[key].asnumpy())
 
 
-def test_sparse_fixture_is_refused_clearly():
-    with pytest.raises(ndio.ParamsFormatError, match="row_sparse.*only dense"):
-        nd.load(FIXTURES / "sparse.params")
+def test_sparse_fixture_loads_and_saves_byte_identical(expected, tmp_path):
+    loaded = nd.load(FIXTURES / "sparse.params")
+    want = group(expected, "sparse")
+    assert list(loaded) == list(want)
+    for name, arr in loaded.items():
+        assert arr.stype == ("row_sparse" if name.startswith("rsp") else "csr"), name
+        assert arr.dtype == want[name].dtype.type
+        np.testing.assert_array_equal(arr.asnumpy(), want[name])
+    nd.save(tmp_path / "again.params", loaded)
+    assert (tmp_path / "again.params").read_bytes() == (FIXTURES / "sparse.params").read_bytes()
+
+
+def test_corrupt_sparse_record_is_refused_before_use(tmp_path):
+    raw = bytearray((FIXTURES / "sparse.params").read_bytes())
+    rsp = nd.load(FIXTURES / "sparse.params")["rsp_f32"]
+    indices = struct.pack("<3q", *rsp.indices.asnumpy().tolist())
+    at = bytes(raw).index(indices)
+    raw[at:at + 8] = struct.pack("<q", 99)  # a row index past the 6 rows
+    with pytest.raises(ndio.ParamsFormatError, match="out of range"):
+        nd.load_frombuffer(bytes(raw))
 
 
 # ------------------------------------------------------------------ writing like MXNet
@@ -183,7 +200,8 @@ CORRUPT = [
     ("truncated names", _good_bytes()[:-3], "truncated file: reading name 3"),
     ("huge array count", struct.pack("<QQQ", 0x112, 0, 2**40), "claims 1099511627776 arrays"),
     ("bad magic", _patched(24, "I", 0xDEADBEEF), "unknown magic number 0xdeadbeef"),
-    ("sparse stype", _patched(28, "i", 2), "'csr'"),
+    ("unknown stype", _patched(28, "i", 7), "unknown storage type 7"),
+    ("sparse stype on a dense record", _patched(28, "i", 2), "array 0"),
     ("bad ndim", _patched(32, "i", 1000), "invalid ndim 1000"),
     ("negative dim", _patched(36, "q", -5), "invalid shape"),
     ("huge dim", _patched(36, "q", 2**40), "truncated file: reading array 0 data"),

@@ -5,9 +5,13 @@ Layout (all little-endian), as ``NDArray::Save`` in MXNet 1.x writes it::
     uint64 0x112 (list magic), uint64 0 (reserved), uint64 array count
     per array:
         uint32 magic       0xF993FAC9 (V2); 0xF993FACA (V3, numpy shape semantics)
-        int32  stype       0 = dense (1 row_sparse and 2 csr are not supported)
+        int32  stype       0 = dense, 1 = row_sparse, 2 = csr
+        sparse only: the storage shape (int32 ndim, int64 dims[ndim]) of the values
         int32  ndim, int64 dims[ndim]
-        int32  dev_type, int32 dev_id, int32 type flag, raw data
+        int32  dev_type, int32 dev_id, int32 type flag
+        sparse only: per aux array (row_sparse: indices; csr: indptr, indices)
+            int32 aux type flag, int32 ndim, int64 dims[ndim]
+        raw data (sparse: the stored values), then sparse only: each aux array's raw data
     uint64 name count (0 or the array count), per name: uint64 length, bytes
 
 Older files are read too: V1 (magic 0xF993FAC8, no stype) and the first format (no
@@ -37,14 +41,17 @@ import torch
 
 from ..base import FLAG_TO_NAME, NAME_TO_FLAG, NAME_TO_TORCH, TORCH_TO_NAME, FileFormatError
 from ..fileio import atomic_write
+from ..sparse import formats
 from ..util import is_np_shape
 from .ndarray import NDArray
+from .sparse_array import wrap
 
 LIST_MAGIC = 0x112
 V1_MAGIC = 0xF993FAC8
 V2_MAGIC = 0xF993FAC9
 V3_MAGIC = 0xF993FACA
 _STYPES = {-1: "undefined", 0: "default", 1: "row_sparse", 2: "csr"}
+_STYPE_IDS = {"row_sparse": 1, "csr": 2}
 _DEV_TYPES = (1, 2, 3, 5)  # cpu, gpu, cpu_pinned, cpu_shared
 _MAX_NDIM = 32
 
@@ -101,7 +108,7 @@ def save_raw(array: NDArray) -> bytes:
     >>> load_raw(save_raw(nd.ones((2,)))).asnumpy()
     array([1., 1.], dtype=float32)
     """
-    return _array_header(array._t) + bytes(_array_payload(array._t))
+    return b"".join(bytes(chunk) for chunk in _array_chunks(array))
 
 
 def load_raw(buf: bytes | bytearray | memoryview) -> NDArray:
@@ -135,12 +142,35 @@ def _normalize(data) -> tuple[list[NDArray], list[str]]:
 def _encode(arrays: list[NDArray], names: list[str]) -> Iterator[bytes | memoryview]:
     yield struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))
     for array in arrays:
-        yield _array_header(array._t)
-        yield _array_payload(array._t)
+        yield from _array_chunks(array)
     yield struct.pack("<Q", len(names))
     for name in names:
         raw = name.encode("utf-8")
         yield struct.pack("<Q", len(raw)) + raw
+
+
+def _array_chunks(array: NDArray) -> Iterator[bytes | memoryview]:
+    if not array._is_sparse:
+        yield _array_header(array._t)
+        yield _array_payload(array._t)
+        return
+    value = array._value
+    aux = value.aux()
+    t = value.data
+    dev_type, dev_id = (2, t.device.index or 0) if t.is_cuda else (1, 0)
+    head = [struct.pack("<Ii", V3_MAGIC if is_np_shape() else V2_MAGIC, _STYPE_IDS[value.stype]),
+            _tshape(t.shape), _tshape(value.shape),
+            struct.pack("<iii", dev_type, dev_id, NAME_TO_FLAG[TORCH_TO_NAME[t.dtype]])]
+    head += [struct.pack("<i", NAME_TO_FLAG[TORCH_TO_NAME[a.dtype]]) + _tshape(a.shape)
+             for a in aux]
+    yield b"".join(head)
+    yield _array_payload(t)
+    for a in aux:
+        yield _array_payload(a)
+
+
+def _tshape(shape) -> bytes:
+    return struct.pack(f"<i{len(shape)}q", len(shape), *shape)
 
 
 def _array_header(t: torch.Tensor) -> bytes:
@@ -265,9 +295,10 @@ def _read_array(r: _Reader, i: int) -> NDArray:
     (magic,) = r.unpack("I", f"{what} magic")
     if magic in (V2_MAGIC, V3_MAGIC):
         (stype,) = r.unpack("i", f"{what} storage type")
+        if stype in (1, 2):
+            return _read_sparse(r, what, _STYPES[stype])
         if stype != 0:
-            raise r.error(f"{what} has storage type {_STYPES.get(stype, stype)!r}; symgraph "
-                          "loads only dense ('default') arrays, not sparse ones")
+            raise r.error(f"{what} has an unknown storage type {stype}")
         shape = r.shape(what)
     elif magic == V1_MAGIC:
         shape = r.shape(what)
@@ -288,6 +319,50 @@ def _read_array(r: _Reader, i: int) -> NDArray:
     itemsize = NAME_TO_TORCH[name].itemsize
     raw = r.read(count * itemsize, f"{what} data ({count} x {name})")
     return NDArray(_tensor_from_bytes(raw, name, shape))
+
+
+def _read_sparse(r: _Reader, what: str, stype: str) -> NDArray:
+    """A row_sparse or csr record, validated (shapes agree, indices in range) before use."""
+    storage = r.shape(f"{what} storage")
+    shape = r.shape(what)
+    if storage is None or shape is None:
+        raise r.error(f"{what}: a {stype} record needs known shapes")
+    dev_type, _dev_id, flag = r.unpack("iii", f"{what} context and dtype")
+    if dev_type not in _DEV_TYPES:
+        raise r.error(f"{what} has an invalid device type {dev_type}")
+    n_aux = 1 if stype == "row_sparse" else 2
+    specs = [(flag, storage)]
+    for k in range(n_aux):
+        (aux_flag,) = r.unpack("i", f"{what} aux {k} type")
+        specs.append((aux_flag, r.shape(f"{what} aux {k}")))
+    arrays = []
+    for k, (f, s) in enumerate(specs):
+        if f not in FLAG_TO_NAME or s is None:
+            raise r.error(f"{what} part {k} has an unsupported type flag {f} or shape {s}")
+        name = FLAG_TO_NAME[f]
+        count = math.prod(s)
+        raw = r.read(count * NAME_TO_TORCH[name].itemsize, f"{what} part {k} ({count} x {name})")
+        arrays.append(_tensor_from_bytes(raw, name, s))
+    try:
+        value = _sparse_value(stype, arrays, tuple(shape))
+        formats.check_format(value, full_check=True)
+    except (formats.SparseFormatError, ValueError, RuntimeError) as err:
+        raise r.error(f"{what}: invalid {stype} array: {err}") from None
+    return wrap(value)
+
+
+def _sparse_value(stype: str, arrays: list[torch.Tensor], shape: tuple):
+    if any(a.dtype != torch.int64 for a in arrays[1:]):
+        raise ValueError("aux arrays must be int64")
+    if stype == "row_sparse":
+        data, indices = arrays
+        if len(shape) < 1 or data.dim() != len(shape):
+            raise ValueError(f"values of shape {tuple(data.shape)} for shape {shape}")
+        return formats.RowSparse(data, indices, shape)
+    data, indptr, indices = arrays
+    if len(shape) != 2:
+        raise ValueError(f"a csr array is 2-D, got shape {shape}")
+    return formats.CSR(data, indices, indptr, shape)
 
 
 def _check_semantics(r: _Reader, what: str, magic: int, shape: tuple) -> None:

@@ -62,7 +62,10 @@ def write_out(results, out):
         if tuple(target.shape) != tuple(value.shape):
             raise ShapeError(f"out= array has shape {target.shape}, the result has shape "
                              f"{value.shape}")
-        target._t.copy_(value._t)
+        if target._is_sparse:  # a sparse array takes the value over in its own storage
+            target._assign(value._value if value._is_sparse else value._t)
+        else:
+            target._t.copy_(value._t)
     return out
 
 
@@ -122,6 +125,7 @@ class NDArray:
     __hash__ = object.__hash__  # identity hash, as MXNet (defining __eq__ would drop it)
 
     _pending_error = None  # a DeferredError of the executor step that wrote this array
+    _is_sparse = False  # RowSparseNDArray / CSRNDArray (ndarray.sparse_array) hold a _value
 
     def __init__(self, tensor: torch.Tensor):
         if not isinstance(tensor, torch.Tensor):
@@ -188,9 +192,13 @@ class NDArray:
     # ----------------------------------------------------------------- conversion
     # ----------------------------------------------------------------- autograd
     def attach_grad(self, grad_req: str = "write", stype=None) -> None:
-        """Allocate a gradient array (``.grad``) that ``backward`` writes (or adds) into."""
+        """Allocate a gradient array (``.grad``) that ``backward`` writes (or adds) into;
+        ``stype``: its storage type (dense by default)."""
         if stype not in (None, "default"):
-            raise MXNetError(f"attach_grad: stype {stype!r} is not supported (dense only)")
+            from .sparse import zeros as sparse_zeros
+            self._mark(sparse_zeros(stype, self.shape, ctx=self._ctx, dtype=self.dtype),
+                       grad_req)
+            return
         grad = NDArray(torch.zeros_like(self._t))
         grad._ctx = self._ctx
         self._mark(grad, grad_req)
@@ -315,10 +323,17 @@ class NDArray:
                           "is not implemented")
 
     def tostype(self, stype: str) -> NDArray:
-        """Storage conversion: ``'default'`` returns a copy; sparse storage types raise."""
-        if stype != "default":
-            raise unsupported(f"tostype({stype!r})", "sparse storage is not implemented")
-        return self.copy()
+        """A copy in storage type ``stype`` (``'default'``, ``'row_sparse'`` or ``'csr'``).
+
+        >>> from symgraph import ndarray as nd
+        >>> nd.array([[0, 1], [0, 0]]).tostype('csr')
+        <BLANKLINE>
+        <CSRNDArray 2x2 @cpu(0)>
+        """
+        if stype == "default":
+            return self.copy()
+        from .register import invoke
+        return invoke("cast_storage", (self,), {"stype": stype})
 
     def to_dlpack_for_read(self):
         """A DLPack capsule sharing this array's memory."""

@@ -31,12 +31,14 @@ from ..attrs import HIDDEN_KEYS, to_attr_string
 from ..base import MXNetError, ShapeError
 from ..context import Context, current_context
 from ..ops.base import OpDef, Runtime, get_op
+from ..sparse import dispatch, formats
 from ..symbol.graph import op_params
 from ..symbol.op_api import _docstring
 from ..symbol.op_api import _signature as symbol_signature
 from ..util import is_np_shape
 from . import hooks
 from .ndarray import NDArray, write_out
+from .sparse_array import value_of, wrap
 
 # (op name, id(params), shapes, dtypes, device) -> (params, forward, number of visible outputs)
 _PLANS: dict[tuple, tuple] = {}
@@ -171,6 +173,8 @@ def invoke(called: str, args: tuple, kwargs: dict, out=None):
         rec = hooks.STATE.recorder
         if rec is not None and rec.tracks(*inputs):
             results = rec.apply_op(called, attrs, inputs, len(op.input_names(p)))
+        elif op.storage is not None or any(a._is_sparse for a in inputs):
+            results = _run_storage(op, p, called, inputs, context)
         else:
             results = _run(op, p, called, inputs, context, device)
     return _deliver(results, out)
@@ -229,6 +233,31 @@ def _run(op: OpDef, p, called: str, inputs: list[NDArray], context: Context,
         arr._ctx = context
         results.append(arr)
     return results
+
+
+def _run_storage(op: OpDef, p, called: str, inputs: list[NDArray],
+                 context: Context) -> list[NDArray]:
+    """A call on sparse inputs, or of an op with sparse kernels: storage dispatch."""
+    values = [value_of(a) for a in inputs]
+    out_shapes = _infer(op, p, called, tuple(tuple(v.shape) for v in values))
+    if op.hints.reads_out_shape:
+        p = type(p)({**p, "_out_shape": tuple(out_shapes[0])})
+    n_reg = len(values) - len(op.aux_names(p))
+    rt = Runtime(hooks.STATE.training, _random.generator(context), context.torch_device)
+    outs = dispatch.run(op, p, values, n_reg, rt, f"operator {called}")
+    results = []
+    for value in outs[:op.visible_outputs(p)]:
+        if any(_shares(value, v) for v in values):
+            value = formats.clone(value)  # a new array, never a view of an input
+        results.append(wrap(value, context))
+    return results
+
+
+def _shares(value, other) -> bool:
+    """Whether ``value`` (its values tensor) is ``other``'s storage."""
+    a = value if isinstance(value, torch.Tensor) else value.data
+    b = other if isinstance(other, torch.Tensor) else other.data
+    return a is b or (a.numel() > 0 and a.data_ptr() == b.data_ptr())
 
 
 def _deliver(results: list[NDArray], out):

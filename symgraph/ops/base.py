@@ -157,6 +157,26 @@ class Special:
     parse: Callable | None = None
 
 
+# (p, storage types of inputs then aux) -> output storage types, or None: no sparse kernel
+# for these (the dense forward runs on dense copies: MXNet's storage fallback)
+StorageFn = Callable[[Params, list[str]], "list[str] | None"]
+
+
+@dataclass(frozen=True)
+class Storage:
+    """MXNet's FInferStorageType and FComputeEx: the op on sparse storage.
+
+    ``infer`` says which storage types the outputs have for given input storage types, or
+    None where the op has no sparse kernel for them. ``forward(p, ins, aux, rt)`` then runs
+    on values of those types (tensors, :class:`symgraph.sparse.formats.RowSparse`,
+    :class:`~symgraph.sparse.formats.CSR`); ``None`` means the op is zero-preserving and
+    elementwise, so its dense forward applied to the stored values is the sparse forward.
+    """
+
+    infer: StorageFn
+    forward: ForwardFn | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class OpDef:
     """Everything about one operator; see the module docstring."""
@@ -200,6 +220,7 @@ class OpDef:
     decompose: Callable | None = None
     hints: PlanHints = PlanHints()
     special: Special = Special()
+    storage: Storage | None = None  # kernels on sparse storage (row_sparse, csr)
 
     def __post_init__(self):
         if self.decompose is not None:

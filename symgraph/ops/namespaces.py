@@ -64,6 +64,9 @@ def lookup(namespace: str, name: str, make: Callable[[str, OpDef], Callable]):
     if registered is None:
         return None
     op = OPS.get(registered)
+    if op is None and namespace == "sparse" and registered in MXNET_OPERATORS:
+        op = OPS.get(name)  # MXNet's _sparse_X names are aliases of X
+        registered = name if op is not None else registered
     if op is not None and not op.hidden:
         return make(registered, op, None if registered == name else name)
     if registered in MXNET_OPERATORS:

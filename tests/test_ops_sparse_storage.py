@@ -1,23 +1,33 @@
-"""MXNet's sparse-storage operators on dense arrays (symgraph/ops/sparse_dense.py): each is
-the dense operation MXNet falls back to for dense inputs."""
+"""MXNet's storage operators (symgraph/ops/sparse_storage.py) on dense and sparse arrays."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph.base import UnsupportedError
 
 RNG = np.random.RandomState(0)
 X = RNG.uniform(-2, 2, (3, 4)).astype(np.float32)
 Y = RNG.uniform(0.5, 2, (3, 4)).astype(np.float32)
 
 
-def test_cast_storage_default_is_the_identity_and_sparse_types_raise():
+def test_cast_storage_round_trips_every_storage_type():
     out = mx.nd.cast_storage(mx.nd.array(X), stype="default")
     np.testing.assert_array_equal(out.asnumpy(), X)
-    with pytest.raises(UnsupportedError, match="sparse storage"):
-        mx.nd.cast_storage(mx.nd.array(X), stype="row_sparse")
+    x = X.copy()
+    x[1] = 0
+    x[0, 2] = 0
+    for stype in ("row_sparse", "csr"):
+        sparse = mx.nd.cast_storage(mx.nd.array(x), stype=stype)
+        assert sparse.stype == stype
+        np.testing.assert_array_equal(sparse.asnumpy(), x)
+        back = mx.nd.cast_storage(sparse, stype="default")
+        assert back.stype == "default"
+        np.testing.assert_array_equal(back.asnumpy(), x)
+    rsp = mx.nd.array(x).tostype("row_sparse")
+    assert rsp.indices.asnumpy().tolist() == [0, 2]
+    with pytest.raises(ValueError, match="row_sparse to csr"):
+        rsp.tostype("csr")
 
 
 @pytest.mark.parametrize("axis,keepdims", [(None, False), (1, False), (0, True)])
