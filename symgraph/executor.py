@@ -31,8 +31,10 @@ from .base import (  # noqa: F401 - the C-API helpers are names MXNet's module e
 from .compiler import cuda_graph
 from .compiler.plan import Plan, bind_outputs, build_plan, gc_paused
 from .context import Context, current_context
+from .executor_storage import SparseIO, store
 from .monitored_run import MonitoredRun
 from .ndarray.ndarray import NDArray
+from .ndarray.sparse_array import value_of
 from .ops.base import Runtime, known
 from .symbol.graph import IndexedGraph
 from .symbol.infer import DTYPE, SHAPE, infer
@@ -146,8 +148,16 @@ class Executor:
         self.outputs = [_alloc(plan.shapes[s], plan.dtypes[s], ctx, fill=False)
                         for s in plan.head_slots]
         self._values: list = [None] * plan.graph.num_entries
-        for name, arr in list(self.arg_dict.items()) + list(self.aux_dict.items()):
-            self._values[plan.var_slot[name]] = arr._t
+        bound = {**self.arg_dict, **self.aux_dict}
+        # sparse values (row_sparse, csr): None when nothing is sparse, so dense plans pay
+        # nothing for them
+        self._sparse = SparseIO(plan, bound) if SparseIO.wanted(plan, bound, self._grad_dict) \
+            else None
+        for name, arr in bound.items():
+            self._values[plan.var_slot[name]] = value_of(arr)
+        if self._sparse is not None:
+            self.outputs = [self._sparse.make_output(plan, s, ctx, out)
+                            for s, out in zip(plan.head_slots, self.outputs)]
         self._grad_out = self._grad_writers()
         self._rt = Runtime(False, _random.generator(ctx), ctx.torch_device)
         self._monitor: tuple[Callable, bool] | None = None
@@ -167,6 +177,11 @@ class Executor:
         direct = {}
         for name, grad in self.grad_dict.items():
             slot = self._plan.grad_slot.get(name)
+            if grad is not None and self._sparse is not None and \
+                    self._sparse.takes_grad(self._plan, slot, grad):
+                if slot is not None or self._grad_req[name] == "write":
+                    self._sparse.add_grad(slot, grad, self._grad_req[name] == "add")
+                continue
             if slot is None and grad is not None and self._grad_req[name] == "write":
                 # no gradient reaches it (softmax's length, take's indices): MXNet writes 0
                 writers.append((None, grad._t, False))
@@ -190,8 +205,10 @@ class Executor:
         """Run the forward pass; keyword arrays are copied into the named arguments first."""
         staged = [self._check_in(name, value) for name, value in kwargs.items()]
         for dst, src in staged:  # validated all first: a bad array changes nothing
-            dst.copy_(src)
+            store(dst, src) if isinstance(dst, NDArray) else dst.copy_(src)
         self._rt.is_train = bool(is_train)
+        if self._sparse is not None:
+            self._sparse.feed(self._values)
         # an executor with gradients keeps what backward needs even after an inference
         # forward (MXNet allows backward then); an inference-only one frees values early
         steps = self._plan.forward_train if is_train or self._plan.backward else \
@@ -204,8 +221,12 @@ class Executor:
                 arr._pending_error = err
             self._forwarded = True
             return self.outputs
+        if self._sparse is not None:
+            self._sparse.deliver(self._values)
         for arr, slot in zip(self.outputs, self._plan.head_slots):
             arr._pending_error = None
+            if arr._is_sparse:
+                continue
             if self._fixed_outputs:
                 arr._t.copy_(self._values[slot])
             else:
@@ -229,6 +250,11 @@ class Executor:
             raise UnknownArgumentError(f"forward: unknown argument {name!r}; arguments are "
                                        f"{self._arg_names}")
         dst = self.arg_dict[name]
+        if dst._is_sparse or (isinstance(value, NDArray) and value._is_sparse):
+            if tuple(value.shape) != dst.shape:
+                raise ShapeError(f"Shape not match! Argument {name}, need: {dst.shape}, "
+                                 f"received: {tuple(value.shape)}")
+            return dst, value_of(value) if isinstance(value, NDArray) else value
         src = source_tensor(value, dst._t, name, "forward: argument")
         if tuple(src.shape) != dst.shape:
             raise ShapeError(f"Shape not match! Argument {name}, need: {dst.shape}, received: "
@@ -244,6 +270,8 @@ class Executor:
 
     def _write_grads(self) -> None:
         v = self._values
+        if self._sparse is not None:
+            self._sparse.write_grads(v)
         for slot, grad, add in self._grad_out:
             if slot is None:
                 grad.zero_()
@@ -351,7 +379,7 @@ class Executor:
         """Copy values into the bound arguments and aux states by name; every entry is
         checked (name, exact shape, castable dtype) before any is copied."""
         for dst, src in self._stage_params(arg_params, aux_params, allow_extra_params):
-            dst.copy_(src)
+            store(dst, src) if isinstance(dst, NDArray) else dst.copy_(src)
 
     def _stage_params(self, arg_params: Mapping, aux_params: Mapping | None,
                       allow_extra: bool) -> list[tuple]:
@@ -364,6 +392,13 @@ class Executor:
                     if allow_extra:
                         continue
                     raise BindError(f'Find name "{name}" that is not in the {kind}')
+                if target[name]._is_sparse or getattr(value, "_is_sparse", False):
+                    if tuple(value.shape) != target[name].shape:
+                        raise ShapeError(f"copy_params_from: {name}: Shape inconsistent, "
+                                         f"Provided={tuple(value.shape)}, expected shape="
+                                         f"{target[name].shape}")
+                    staged.append((target[name], value_of(value)))
+                    continue
                 dst = target[name]._t
                 staged.append((dst, checked_source(value, dst, name, "copy_params_from:")))
         return staged
@@ -472,7 +507,8 @@ def _shared_array(name, shape, dtype, shared: dict | None, ctx) -> NDArray:
 @gc_paused
 def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict=None,
                 shared_arg_names=None, shared_exec=None, shared_buffer=None,
-                shapes: dict | None = None, group2ctx: dict | None = None) -> Executor:
+                shapes: dict | None = None, group2ctx: dict | None = None,
+                stype_dict: dict | None = None) -> Executor:
     """Infer shapes/dtypes, allocate every array, and bind (see :meth:`Symbol.simple_bind`)."""
     ctx = ctx or current_context()
     ig = symbol._graph()
@@ -486,9 +522,12 @@ def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict
     reqs = normalize_grad_req(grad_req, arg_names, _frozen_names(ig))
     shared_names = set(shared_arg_names or ())
     donor = shared_exec.arg_dict if shared_exec is not None else {}
+    stypes = _var_stypes(ig, stype_dict)
     args = []
     for n in arg_names:
-        if n in shared_names and n in donor and donor[n].shape == all_shapes[n]:
+        if n in stypes:
+            args.append(_alloc_stype(stypes[n], all_shapes[n], all_types[n], ctx))
+        elif n in shared_names and n in donor and donor[n].shape == all_shapes[n]:
             args.append(donor[n])
         else:
             args.append(_shared_array(n, all_shapes[n], all_types[n], shared_buffer, ctx))
@@ -503,7 +542,31 @@ def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict
     if group2ctx:
         _place_groups(ig, group2ctx, ctx, dict(zip(arg_names, zip(args, grads))) |
                       {n: (a, None) for n, a in zip(aux_names, aux)})
-    return _make(symbol, ctx, args, grads, aux, reqs, (arg_names, aux_names, inferred))
+    return _make(symbol, ctx, args, grads, aux, reqs, (arg_names, aux_names, inferred),
+                 fresh_grads=True)
+
+
+_STYPE_IDS = {"0": "default", "1": "row_sparse", "2": "csr"}
+
+
+def _var_stypes(ig: IndexedGraph, stype_dict: dict | None) -> dict[str, str]:
+    """Sparse storage types of variables: ``stype_dict``, else the variable's ``stype``."""
+    out = {}
+    for i in ig.variable_ids:
+        node = ig.nodes[i]
+        attr = node.attrs.get("__storage_type__")
+        if attr is not None:
+            out[node.name] = _STYPE_IDS.get(str(attr), str(attr))
+    out.update({k: v for k, v in (stype_dict or {}).items()})
+    for name, stype in out.items():
+        if stype not in ("default", "row_sparse", "csr"):
+            raise BindError(f"simple_bind: unknown storage type {stype!r} for {name}")
+    return {k: v for k, v in out.items() if v != "default"}
+
+
+def _alloc_stype(stype: str, shape, dtype: str, ctx: Context) -> NDArray:
+    from .ndarray.sparse import zeros as sparse_zeros
+    return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
 
 
 def _place_groups(ig: IndexedGraph, group2ctx: dict, ctx: Context, arrays: dict) -> None:
@@ -525,7 +588,8 @@ def _place_groups(ig: IndexedGraph, group2ctx: dict, ctx: Context, arrays: dict)
                 arr._ctx = target
 
 
-def _make(symbol, ctx, args, grads, aux, reqs, known_graph=None) -> Executor:
+def _make(symbol, ctx, args, grads, aux, reqs, known_graph=None,
+          fresh_grads: bool = False) -> Executor:
     """Plan and executor; ``known_graph`` = (arg names, aux names, (forward graph, its
     inferred shapes, dtypes)) saves ``simple_bind``'s work from being done again."""
     if known_graph is None:
@@ -542,8 +606,21 @@ def _make(symbol, ctx, args, grads, aux, reqs, known_graph=None) -> Executor:
                inferred_types[row[i]] != dtypes[ig.nodes[i].name] for i in ig.variable_ids):
             inferred = None
     wrt = [n for n, g in zip(arg_names, grads) if g is not None]
-    plan = build_plan(symbol._outputs, shapes, dtypes, wrt, ctx.torch_device, fwd=inferred)
+    stypes = {n: a.stype for n, a in zip(arg_names + aux_names, args + aux) if a._is_sparse}
+    plan = build_plan(symbol._outputs, shapes, dtypes, wrt, ctx.torch_device, fwd=inferred,
+                      stypes=stypes)
+    if fresh_grads:  # simple_bind: a gradient the plan computes sparse gets a sparse array
+        grads = [_sparse_grad(plan, n, g, ctx) for n, g in zip(arg_names, grads)]
     return Executor(symbol, ctx, plan, args, grads, aux, reqs, names=(arg_names, aux_names))
+
+
+def _sparse_grad(plan: Plan, name: str, grad: NDArray | None, ctx: Context):
+    slot = plan.grad_slot.get(name)
+    stype = plan.storage.stype(slot) if grad is not None and slot is not None else "default"
+    if stype == "default":
+        return grad
+    from .ndarray.sparse import zeros as sparse_zeros
+    return sparse_zeros(stype, grad.shape, ctx=ctx, dtype=grad.dtype)
 
 
 def _as_list(arrays, names: list[str], what: str, allow_missing: bool = False) -> list:

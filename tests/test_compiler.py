@@ -30,7 +30,8 @@ def test_build_plan_is_the_pass_list_and_each_pass_runs_alone():
     whole = P.build_plan(sym._outputs, shapes, dtypes, wrt, torch.device("cpu"),
                          trace=lambda name, stage: seen.append((name, type(stage).__name__)))
     assert [name for name, _ in seen] == [p.__name__ for p in P.PASSES]
-    assert [t for _, t in seen][-5:] == ["Differentiated", "Typed", "Laid", "Lowered", "Plan"]
+    assert [t for _, t in seen][-6:] == ["Differentiated", "Typed", "Typed", "Laid", "Lowered",
+                                         "Plan"]
     # by hand, one stage at a time
     req = P.BindRequest(sym._outputs, shapes, dtypes, wrt, torch.device("cpu"))
     stage = P.GraphStage(req, req.heads)
@@ -39,7 +40,7 @@ def test_build_plan_is_the_pass_list_and_each_pass_runs_alone():
         stage = graph_pass(stage)
     typed = P.infer_entries(P.differentiate(stage))
     assert typed.shapes[typed.diff.graph.entry_id(typed.diff.graph.heads[0])] == (4, 3)
-    plan = P.schedule(P.lower(P.lay_out(typed)))
+    plan = P.schedule(P.lower(P.lay_out(P.infer_storage(typed))))
     assert [s.node.name for s in plan.forward_train] == \
         [s.node.name for s in whole.forward_train]
     assert [s.node.name for s in plan.backward] == [s.node.name for s in whole.backward]

@@ -2,7 +2,7 @@
 
 A ``view`` op (Reshape, Flatten, identity, ...) whose output has its input's shape and dtype
 needs no kernel: its output slot becomes an alias of the input slot and the node leaves the
-schedule. Aux (mutated) inputs are never aliased.
+schedule. Aux (mutated) inputs and sparse values are never aliased.
 """
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from ..symbol.graph import IndexedGraph
 class Layout:
     """Which slot each node reads and writes once views are aliases of their inputs."""
 
-    def __init__(self, graph: IndexedGraph, order: list[int], shapes, dtypes):
+    def __init__(self, graph: IndexedGraph, order: list[int], shapes, dtypes,
+                 sparse: dict[int, str] | None = None):
         self.graph = graph
         self.alias: dict[int, int] = {}
         self.ins: dict[int, list[int]] = {}
@@ -25,7 +26,8 @@ class Layout:
             self.ins[nid] = ins
             out = graph.row_ptr[nid]
             if node.op.hints.view and ins and ins[0] not in aux_slots and \
-                    shapes[out] == shapes[ins[0]] and dtypes[out] == dtypes[ins[0]]:
+                    shapes[out] == shapes[ins[0]] and dtypes[out] == dtypes[ins[0]] and \
+                    not (sparse and (ins[0] in sparse or out in sparse)):
                 self.alias[out] = ins[0]
             else:
                 self.order.append(nid)

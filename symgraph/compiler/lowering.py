@@ -18,6 +18,7 @@ import torch
 from .. import config
 from ..attrs import Params
 from ..base import NAME_TO_TORCH, DeferredError
+from ..sparse import dispatch
 from ..symbol.graph import IndexedGraph, Node
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -286,6 +287,23 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
         fn = _prepared(op, params, tuple([shapes[s] for s in ins]),
                        tuple([shapes[s] for s in outs])) or fn
     return Unit([nid], ins[:n_reg], ins[n_reg:], outs, fn, params, label, node, op.hints.inplace)
+
+
+def storage_unit(layout, nid: int, shapes, read: Callable[[int], bool] | None = None) -> Unit:
+    """A unit for a node that touches sparse values: its sparse kernel or, where it has
+    none for these storage types, its dense forward on dense copies (storage dispatch)."""
+    graph = layout.graph
+    node = graph.nodes[nid]
+    op = node.op
+    ins = layout.ins[nid]
+    n_reg = node.num_regular_inputs()
+    outs = list(range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
+    where = f"operator {node.name} ({op.name})"
+
+    def run(p, ins_v, aux_v, rt):
+        return dispatch.run(op, p, [*ins_v, *aux_v], len(ins_v), rt, where)
+    return Unit([nid], ins[:n_reg], ins[n_reg:], outs, run, _params_for(node, outs, read, shapes),
+                f"sparse:{op.name}", node)
 
 
 def epilogue_pairs(layout, order: list[int], users, keep: set[int]) -> dict[int, int]:

@@ -11,6 +11,8 @@ function from one typed stage to the next, and returns the :class:`Plan` the exe
     Differentiated
       -> infer_entries      shape and dtype of every entry                    (symbol/infer.py)
     Typed
+      -> infer_storage      storage type of every entry (row_sparse, csr)     (storage.py)
+    Typed
       -> lay_out            views alias their inputs; forward/backward order  (layout.py)
     Laid
       -> lower              a launch unit per node or fused chain             (lowering.py)
@@ -36,12 +38,13 @@ from ..base import NAME_TO_TORCH, ShapeError
 from ..ops.base import known
 from ..symbol.graph import Entry, IndexedGraph
 from ..symbol.infer import DTYPE, SHAPE, infer, infer_shapes, infer_types
-from . import composite, cse, rewrite
+from . import composite, cse, rewrite, storage
 from .autodiff import Gradients, build_gradients
 from .layout import Layout
 from .lowering import Unit, uses_triton
 from .memory import MemoryPlan, plan_memory
 from .schedule import LowerContext, Step, last_uses, steps, units
+from .storage import StoragePlan
 
 
 @dataclass
@@ -56,6 +59,7 @@ class BindRequest:
     wrt: list[str]
     device: torch.device
     fwd: tuple | None = None
+    stypes: dict[str, str] = field(default_factory=dict)  # sparse variables' storage types
 
     def __str__(self) -> str:
         return (f"{len(self.heads)} heads, {len(self.shapes)} input shapes, gradients for "
@@ -110,6 +114,7 @@ class Typed:
     diff: Differentiated
     shapes: list[tuple]
     dtypes: list[str]
+    storage: StoragePlan = field(default_factory=StoragePlan)
 
     def __str__(self) -> str:
         g = self.diff.graph
@@ -168,6 +173,7 @@ class Plan:
     impl: dict[str, str]  # node name -> implementation label
     # view outputs (no launch) -> the slot holding their value (monitors report the views)
     alias: dict[int, int] = field(default_factory=dict)
+    storage: StoragePlan = field(default_factory=StoragePlan)  # the sparse slots
 
     def __str__(self) -> str:
         return (f"{len(self.forward_train)} forward, {len(self.backward)} backward steps; "
@@ -241,6 +247,14 @@ def infer_entries(diff: Differentiated) -> Typed:
     return Typed(diff, shapes, dtypes)
 
 
+def infer_storage(typed: Typed) -> Typed:
+    """Storage types of every entry from the variables' (``BindRequest.stypes``) and the ops'
+    storage rules; a dense fallback that would densify more than the limit fails here."""
+    req = typed.diff.stage.request
+    typed.storage = storage.infer(typed.diff.graph, req.stypes, typed.shapes)
+    return typed
+
+
 def _infer_forward(fwd: IndexedGraph, req: BindRequest) -> tuple[list, list]:
     names = [(i, fwd.nodes[i].name) for i in fwd.variable_ids]
     return (infer_shapes(fwd, {i: req.shapes[n] for i, n in names if n in req.shapes}),
@@ -274,7 +288,7 @@ def lay_out(typed: Typed) -> Laid:
     """Alias views, split the launches into forward and backward, name the kept slots."""
     graph, stage = typed.diff.graph, typed.diff.stage
     layout = Layout(graph, [i for i, n in enumerate(graph.nodes) if n.op is not None],
-                    typed.shapes, typed.dtypes)
+                    typed.shapes, typed.dtypes, typed.storage.slots)
     fwd_ids = {graph.node_id[id(n)] for n in stage.graph.nodes}
     fwd = stage.graph
     grad_slot = {fwd.nodes[nid].name: (layout.resolve(graph.entry_id(e)) if e is not None
@@ -297,7 +311,8 @@ def lower(laid: Laid) -> Lowered:
         device=typed.diff.stage.request.device, shapes=typed.shapes, dtypes=typed.dtypes,
         users=laid.layout.users(),
         position={nid: i for i, nid in enumerate(laid.forward + laid.backward)},
-        keep=keep_forward | {s for s in laid.grad_slot.values() if s is not None})
+        keep=keep_forward | {s for s in laid.grad_slot.values() if s is not None},
+        sparse_nodes=typed.storage.nodes)
     return Lowered(laid, units(laid.layout, laid.forward, ctx),
                    units(laid.layout, laid.backward, ctx), keep_forward)
 
@@ -324,14 +339,16 @@ def schedule(lowered: Lowered) -> Plan:
         forward_train=steps(f_units, keep_fwd, train_last, impl),
         forward_infer=steps(f_units, keep_fwd, last_uses(f_units), impl),
         backward=steps(b_units, keep_bwd, shift, impl),
-        memory=plan_memory(f_units + b_units, typed.shapes, typed.dtypes, keep_fwd),
-        impl=impl, alias=laid.layout.alias)
+        memory=plan_memory(f_units + b_units, typed.shapes, typed.dtypes,
+                           keep_fwd | set(typed.storage.slots)),
+        impl=impl, alias=laid.layout.alias, storage=typed.storage)
 
 
 PASSES: tuple[Callable, ...] = (
     expand_composites, apply_rewrites, eliminate_common, check_plannable,  # GraphStage
     differentiate,  # -> Differentiated
     infer_entries,  # -> Typed
+    infer_storage,  # -> Typed (storage types filled in)
     lay_out,  # -> Laid
     lower,  # -> Lowered
     schedule,  # -> Plan
@@ -361,13 +378,16 @@ def gc_paused(fn):
 
 def build_plan(heads, shapes_in: dict[str, tuple], dtypes_in: dict[str, str],
                wrt: list[str], device: torch.device, fwd=None,
-               trace: Callable[[str, object], None] | None = None) -> Plan:
+               trace: Callable[[str, object], None] | None = None,
+               stypes: dict[str, str] | None = None) -> Plan:
     """Run ``PASSES`` on ``heads`` with gradients for the variables named in ``wrt``.
 
     ``fwd``: ``(IndexedGraph(heads), its shapes, its dtypes)`` when the caller inferred them.
-    ``trace(pass name, result)`` sees every stage.
+    ``trace(pass name, result)`` sees every stage. ``stypes``: the storage types of the
+    variables that are not dense.
     """
-    request = BindRequest(list(heads), shapes_in, dtypes_in, list(wrt), device, fwd)
+    request = BindRequest(list(heads), shapes_in, dtypes_in, list(wrt), device, fwd,
+                          dict(stypes or {}))
     state = GraphStage(request, request.heads, fwd[1:] if fwd is not None else None,
                        fwd[0] if fwd is not None else None)
     for run in PASSES:

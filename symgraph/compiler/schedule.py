@@ -7,7 +7,7 @@ unpacking costs what it did for plain tuples while every field has a name and a 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import torch
@@ -21,6 +21,7 @@ from .lowering import (
     fused_unit,
     group,
     single_unit,
+    storage_unit,
     uses_triton,
 )
 
@@ -47,6 +48,7 @@ class LowerContext:
     users: dict[int, list[int]]  # slot -> node ids reading it
     position: dict[int, int]  # node id -> place in forward + backward order
     keep: set[int]  # slots the plan must keep (variables, heads, gradients)
+    sparse_nodes: set[int] = field(default_factory=set)  # run by storage dispatch
 
 
 def units(layout: Layout, order: list[int], ctx: LowerContext) -> list[Unit]:
@@ -55,17 +57,22 @@ def units(layout: Layout, order: list[int], ctx: LowerContext) -> list[Unit]:
 
     def read(slot: int) -> bool:
         return slot in keep or bool(users.get(slot))
+    sparse = ctx.sparse_nodes
     if not (uses_triton(device) and config.get().fusion):
-        return [single_unit(layout, nid, device, shapes, dtypes, read) for nid in order]
-    pairs = epilogue_pairs(layout, order, users, keep)
+        return [storage_unit(layout, nid, shapes, read) if nid in sparse else
+                single_unit(layout, nid, device, shapes, dtypes, read) for nid in order]
+    dense = [nid for nid in order if nid not in sparse]
+    pairs = epilogue_pairs(layout, dense, users, keep)
     paired = set(pairs) | set(pairs.values())
-    rest = [nid for nid in order if nid not in paired]
+    rest = [nid for nid in dense if nid not in paired]
     groups = group(layout, rest, shapes, dtypes, users, ctx.position)
     placed = [(ctx.position[g[-1]],
                single_unit(layout, g[0], device, shapes, dtypes, read) if len(g) == 1 else
                fused_unit(layout, g, shapes, dtypes, users, keep))
               for g in groups]
     placed += [(ctx.position[a], epilogue_unit(layout, a, p)) for a, p in pairs.items()]
+    placed += [(ctx.position[nid], storage_unit(layout, nid, shapes, read))
+               for nid in order if nid in sparse]
     return [unit for _, unit in sorted(placed, key=lambda pu: pu[0])]
 
 

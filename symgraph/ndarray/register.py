@@ -37,7 +37,8 @@ from ..symbol.op_api import _docstring
 from ..symbol.op_api import _signature as symbol_signature
 from ..util import is_np_shape
 from . import hooks
-from .ndarray import NDArray, write_out
+from ._out import write_out
+from .ndarray import NDArray
 from .sparse_array import value_of, wrap
 
 # (op name, id(params), shapes, dtypes, device) -> (params, forward, number of visible outputs)

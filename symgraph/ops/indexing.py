@@ -41,7 +41,8 @@ import torch
 
 from ..attrs import Param
 from ..base import DeferredError, DTypeError, ShapeError
-from .base import Case, OpDef, grad_rule, known, merge_shape, register
+from ..sparse.formats import RowSparse
+from .base import Case, OpDef, Storage, grad_rule, known, merge_shape, register
 
 _INDEX_DTYPES = ("bfloat16", "float16", "float32", "float64", "int32", "int64", "int8", "uint8")
 
@@ -422,6 +423,23 @@ def _backward_embedding(p, ins, aux, rt):
     return (out.index_add_(0, rows, g.reshape(-1, p.output_dim)),)
 
 
+def _backward_embedding_rows(p, ins, aux, rt):
+    """The weight gradient as row_sparse: only the rows the batch looked up (sparse_grad)."""
+    g, data = ins
+    rows = _embedding_rows(p, data).reshape(-1)
+    uniq, inverse = torch.unique(rows, sorted=True, return_inverse=True)
+    summed = torch.zeros((uniq.numel(), p.output_dim), dtype=g.dtype, device=g.device)
+    summed.index_add_(0, inverse, g.reshape(-1, p.output_dim))
+    return (RowSparse(summed, uniq, (p.input_dim, p.output_dim)),)
+
+
+def _embedding_storage(p, stypes):
+    """A row_sparse weight gradient with ``sparse_grad`` (dense inputs), as MXNet."""
+    if p.sparse_grad and stypes[0] == "default" and stypes[1] == "default":
+        return ["row_sparse"]
+    return None
+
+
 def triton_embedding(p, ins, aux, rt):
     """Embedding as one Triton row gather."""
     from ..kernels.index import take
@@ -439,14 +457,16 @@ _EMBED_PARAMS = (Param("input_dim", "int", doc="Vocabulary size: rows of the wei
                  Param("dtype", "dtype", "float32", _INDEX_DTYPES,
                        doc="Weight dtype when not given."),
                  Param("sparse_grad", "bool", False,
-                       doc="Row-sparse weight gradient in MXNet; here always dense."))
+                       doc="Compute the weight gradient as row_sparse (only the looked-up "
+                           "rows)."))
 
 register(OpDef(
     name="Embedding", inputs=("data", "weight"), params=_EMBED_PARAMS,
     infer_shape=_embedding_shape, infer_type=_embedding_type, forward=_embedding_forward,
     kernel=triton_embedding,
     gradient=lambda g, p, ins, outs, og: [None, g.op(
-        "_backward_Embedding", og[0], ins[0], input_dim=p.input_dim, output_dim=p.output_dim)],
+        "_backward_Embedding", og[0], ins[0], input_dim=p.input_dim, output_dim=p.output_dim,
+        sparse_grad=p.sparse_grad)],
     cases=(Case(((2, 3), (5, 4)), {"input_dim": 5, "output_dim": 4}, ints={0: 5}),
            Case(((7,), (3, 2)), {"input_dim": 3, "output_dim": 2}, ints={0: 3}),
            Case(((4,), (3, 2)), {"input_dim": 3, "output_dim": 2}, ints={0: 6})),
@@ -459,6 +479,7 @@ register(OpDef(
     name="_backward_Embedding", inputs=("ograd", "data"), params=_EMBED_PARAMS, hidden=True,
     infer_shape=lambda p, s: (s, [(p.input_dim, p.output_dim)]),
     infer_type=value_type((0,)), forward=_backward_embedding, kernel=triton_backward_embedding,
+    storage=Storage(_embedding_storage, _backward_embedding_rows),
     gradient=lambda g, p, ins, outs, og: [g.op(
         "Embedding", ins[1], og[0], input_dim=p.input_dim, output_dim=p.output_dim), None],
     cases=(Case(((2, 3, 4), (2, 3)), {"input_dim": 5, "output_dim": 4}, ints={1: 5}),),

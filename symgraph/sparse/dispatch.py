@@ -37,18 +37,24 @@ def needs_dispatch(op: OpDef, stypes: Sequence[str]) -> bool:
     return op.storage is not None or any(s != DEFAULT for s in stypes)
 
 
-def densify(value: Value, where: str) -> torch.Tensor:
-    """``value`` as a dense tensor, refusing copies beyond the fallback limit."""
-    if isinstance(value, torch.Tensor):
-        return value
-    size = math.prod(value.shape)
+def check_fallback(shape: tuple, stype: str, where: str) -> None:
+    """Raise :class:`StorageFallbackError` when densifying a ``stype`` array of ``shape``
+    would exceed the fallback limit."""
+    size = math.prod(shape)
     limit = config.get().sparse_fallback_limit
     if limit and size > limit:
         raise StorageFallbackError(
             f"{where}: no sparse kernel for these storage types, and running it densely "
-            f"would materialise a {value.stype} input of shape {tuple(value.shape)} as a dense "
-            f"array of {size} elements (limit {limit}: SYMGRAPH_SPARSE_FALLBACK_LIMIT); cast it "
-            "with tostype('default') explicitly if that is intended")
+            f"would materialise a {stype} input of shape {tuple(shape)} as a dense array of "
+            f"{size} elements (limit {limit}: SYMGRAPH_SPARSE_FALLBACK_LIMIT); cast it with "
+            "tostype('default') explicitly if that is intended")
+
+
+def densify(value: Value, where: str) -> torch.Tensor:
+    """``value`` as a dense tensor, refusing copies beyond the fallback limit."""
+    if isinstance(value, torch.Tensor):
+        return value
+    check_fallback(tuple(value.shape), value.stype, where)
     return to_dense(value)
 
 
@@ -63,8 +69,7 @@ def log_fallback(op: OpDef, where: str, stypes: Sequence[str]) -> None:
               list(stypes))
 
 
-def run(op: OpDef, p, values: Sequence[Value], n_reg: int, rt, where: str,
-        dense_forward=None) -> list[Value]:
+def run(op: OpDef, p, values: Sequence[Value], n_reg: int, rt, where: str) -> list[Value]:
     """Outputs of ``op`` on ``values`` (inputs then aux), sparse kernel or fallback."""
     stypes = [stype_of(v) for v in values]
     out_stypes = output_stypes(op, p, stypes)
@@ -78,7 +83,7 @@ def run(op: OpDef, p, values: Sequence[Value], n_reg: int, rt, where: str,
         log_fallback(op, where, stypes)
     ins = [densify(v, where) for v in ins]
     aux = [densify(v, where) for v in aux]
-    return list((dense_forward or op.forward)(p, ins, aux, rt))
+    return list(op.forward(p, ins, aux, rt))
 
 
 def _on_stored_values(op: OpDef, p, ins: list, aux: list, rt) -> list[Value]:

@@ -245,6 +245,21 @@ def add_rows(values: list[RowSparse]) -> RowSparse:
                       torch.cat([v.indices for v in values]), first.shape)
 
 
+def add(a: Value, b: Value) -> Value:
+    """``a + b`` of one shape: row_sparse + row_sparse stays row_sparse (the union of rows),
+    csr + csr stays csr, anything with a dense operand is dense."""
+    if isinstance(a, RowSparse) and isinstance(b, RowSparse):
+        return add_rows([a, b])
+    if isinstance(a, torch.Tensor) and isinstance(b, RowSparse):
+        return scatter_rows(a.clone(), b)
+    if isinstance(b, torch.Tensor) and isinstance(a, RowSparse):
+        return scatter_rows(b.clone(), a)
+    total = to_dense(a) + to_dense(b)
+    if isinstance(a, CSR) and isinstance(b, CSR):
+        return from_dense(total, CSR_STYPE)
+    return total
+
+
 def scatter_rows(dense: torch.Tensor, value: RowSparse, alpha: float = 1.0) -> torch.Tensor:
     """``dense += alpha * value`` touching only ``value``'s rows; returns ``dense``."""
     if value.indices.numel():

@@ -355,13 +355,10 @@ class Symbol:
                     shared_buffer=None, **kwargs):
         """Allocate arrays from inferred shapes and bind an :class:`~symgraph.executor.Executor`."""
         from ..executor import simple_bind
-        sparse = {k: v for k, v in (stype_dict or {}).items() if v != "default"}
-        if sparse:
-            raise unsupported(f"simple_bind(stype_dict={sparse})", "sparse storage is not "
-                              "implemented; symgraph arrays are dense")
         return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
                            shared_arg_names=shared_arg_names, shared_exec=shared_exec,
-                           shared_buffer=shared_buffer, shapes=kwargs, group2ctx=group2ctx)
+                           shared_buffer=shared_buffer, shapes=kwargs, group2ctx=group2ctx,
+                           stype_dict=stype_dict)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None,
              group2ctx=None, shared_exec=None):
