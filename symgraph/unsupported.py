@@ -121,20 +121,3 @@ def module(name: str) -> UnsupportedModule:
     return made
 
 
-# MXNet 1.9.1's Python-level sparse names (its _sparse_* operators are added by prefix)
-SPARSE_NAMES = ("BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "add", "array",
-                "csr_matrix", "divide", "empty", "multiply", "row_sparse_array", "subtract",
-                "zeros", "retain", "dot", "elemwise_add", "where", "sum", "mean", "norm",
-                "slice", "cast_storage")
-
-
-def sparse_getattr(module_name: str, front: str):
-    """``__getattr__`` of ``mx.nd.sparse``/``mx.sym.sparse``: MXNet's sparse names exist and
-    raise ``UnsupportedError`` when used (symgraph arrays are dense)."""
-    def __getattr__(name: str):
-        from .ops.mxnet_names import MXNET_OPERATORS
-        if name not in SPARSE_NAMES and f"_sparse_{name}" not in MXNET_OPERATORS:
-            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
-        return _stub(f"{front}.sparse.{name}", "sparse storage (csr, row_sparse) is not "
-                     "implemented; symgraph arrays are dense")
-    return __getattr__
