@@ -82,6 +82,7 @@ from . import (  # noqa: F401 - imported to register their ops
     softmax_cross_entropy,
     softmax_output,
     sort,
+    sparse_nnz,
     sparse_storage,
     svm_output,
     upsampling,

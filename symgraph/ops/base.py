@@ -18,6 +18,7 @@ import torch
 
 from ..attrs import Param, Params
 from ..base import DTypeError, OpNotFoundError, OpNotImplementedError, ShapeError
+from ..sparse.rules import Storage
 
 Shape = tuple[int, ...]
 
@@ -155,26 +156,6 @@ class Special:
     # (attrs, where) -> Params for an op whose attributes are no fixed schema (Custom: op_type
     # plus the prop's own keyword strings); None: ``params`` is the schema
     parse: Callable | None = None
-
-
-# (p, storage types of inputs then aux) -> output storage types, or None: no sparse kernel
-# for these (the dense forward runs on dense copies: MXNet's storage fallback)
-StorageFn = Callable[[Params, list[str]], "list[str] | None"]
-
-
-@dataclass(frozen=True)
-class Storage:
-    """MXNet's FInferStorageType and FComputeEx: the op on sparse storage.
-
-    ``infer`` says which storage types the outputs have for given input storage types, or
-    None where the op has no sparse kernel for them. ``forward(p, ins, aux, rt)`` then runs
-    on values of those types (tensors, :class:`symgraph.sparse.formats.RowSparse`,
-    :class:`~symgraph.sparse.formats.CSR`); ``None`` means the op is zero-preserving and
-    elementwise, so its dense forward applied to the stored values is the sparse forward.
-    """
-
-    infer: StorageFn
-    forward: ForwardFn | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -39,8 +39,8 @@ from __future__ import annotations
 import torch
 
 from ..attrs import Param
-from ..base import DTypeError, ShapeError
-from .base import Case, OpDef, PlanHints, Special, register
+from ..base import DTypeError, ShapeError, UnsupportedError
+from .base import Case, OpDef, PlanHints, Special, Storage, register
 
 _PARAMS = (
     Param("eps", "float", 1e-3, doc="Epsilon added to the variance."),
@@ -174,13 +174,23 @@ register(OpDef(
     forward=_backward, kernel=triton_batch_norm_backward,
     doc="Gradients of BatchNorm for data, gamma and beta from the saved mean and inverse std."))
 
+def _storage(p, stypes):
+    """No sparse kernel: sparse inputs run densely (fallback), except with ``fix_gamma``,
+    which MXNet 1.9.1 refuses on sparse arrays (its forward writes gamma)."""
+    if p.fix_gamma and any(s != "default" for s in stypes):
+        raise UnsupportedError(f"BatchNorm: fix_gamma=True is not supported for sparse "
+                               f"ndarrays (input storage types {stypes}); set fix_gamma=False "
+                               "or cast the inputs to default storage")
+    return None
+
+
 _C = ((3,), (3,), (3,), (3,))
 register(OpDef(
     name="BatchNorm", params=_PARAMS, inputs=("data", "gamma", "beta"),
     aux=("moving_mean", "moving_var"), outputs=("output", "mean", "var"),
     num_visible=lambda p: 3 if p.output_mean_var else 1,
     infer_shape=_shape, infer_type=_type, forward=_forward, gradient=_gradient,
-    hints=PlanHints(mutates_aux=True), kernel=triton_batch_norm,
+    hints=PlanHints(mutates_aux=True), kernel=triton_batch_norm, storage=Storage(_storage),
     special=Special(var_attrs={"moving_mean": {"__init__": '["zero", {}]'},
                                "moving_var": {"__init__": '["one", {}]'}}),
     cases=(Case(((4, 3, 2),) + _C, {"fix_gamma": False}),

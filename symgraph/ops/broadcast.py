@@ -9,6 +9,7 @@ import torch
 
 from ..attrs import MAX_VARIADIC, Param
 from ..base import ShapeError
+from ..sparse import rules
 from .base import Case, OpDef, elemwise_shape, known, register
 from .elementwise import mxnet_div, mxnet_mod
 
@@ -84,6 +85,9 @@ _BROADCAST = [
 ]
 
 _POSITIVE = {"broadcast_div", "broadcast_power", "broadcast_mod"}
+# csr lhs, dense rhs broadcast to it: csr (MXNet 1.9.1; every other sparse mix falls back)
+_SPARSE = {"broadcast_mul": rules.broadcast_scale(torch.mul, True, "broadcast_mul"),
+           "broadcast_div": rules.broadcast_scale(mxnet_div, False, "broadcast_div")}
 
 
 def _broadcast_expr(name: str) -> str | None:
@@ -108,7 +112,7 @@ def _register_broadcast(name, fn, grad, aliases):
     register(OpDef(
         name=name, inputs=("lhs", "rhs"), infer_shape=_bshape, gradient=gradient,
         aliases=aliases, forward=lambda p, ins, aux, rt: (fn(ins[0], ins[1]),),
-        expr=_broadcast_expr(name),
+        expr=_broadcast_expr(name), storage=_SPARSE.get(name),
         cases=(Case(((3, 1, 4), (1, 5, 4)), low=low, high=high),
                Case(((2, 3), (3,)), low=low, high=high)),
         doc=f"``{name}`` with numpy-style broadcasting of the two inputs."))
@@ -295,6 +299,7 @@ register(OpDef(
     params=(Param("num_args", "int", lower=1, upper=MAX_VARIADIC),),
     inputs=lambda p: [f"arg{i}" for i in range(p.num_args)], infer_shape=elemwise_shape,
     forward=_add_n_forward, gradient=lambda g, p, ins, outs, og: [og[0]] * len(ins),
+    storage=rules.ADD_N,
     expr=lambda p: "(" + " + ".join(f"{{{i}}}" for i in range(p.num_args)) + ")",
     cases=(Case(((3, 4), (3, 4), (3, 4)), {"num_args": 3}),),
     doc="Sum of all inputs (all of one shape)."))

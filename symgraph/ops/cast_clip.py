@@ -23,8 +23,10 @@ import torch
 
 from ..attrs import Param, Params
 from ..base import ShapeError, to_torch_dtype
-from .base import Case, OpDef, register, unary_shape
-from .reduce import reduce_axes, reduced_shape
+from ..sparse import rules
+from ..sparse.formats import CSR, RowSparse
+from .base import Case, OpDef, Storage, register, unary_shape
+from .reduce import reduce_axes, reduced_shape, sparse_sum
 
 _CAST_DTYPES = ("bfloat16", "bool", "float16", "float32", "float64", "int32", "int64", "int8",
                 "uint8")
@@ -116,6 +118,7 @@ register(OpDef(
     params=(Param("a_min", "float", doc="Lower bound."), Param("a_max", "float",
                                                               doc="Upper bound.")),
     infer_shape=unary_shape, forward=_clip_forward, gradient=_clip_grad,
+    storage=rules.clip_rule(),  # sparse kept for a_min <= 0 <= a_max, else an error
     expr="tl.where({0} > {a_max}, {a_max}, tl.where({0} < {a_min}, {a_min}, {0}))",
     cases=(Case(((3, 5),), {"a_min": -0.5, "a_max": 0.3}),
            Case(((2, 3, 2),), {"a_min": -2.0, "a_max": 2.0}),
@@ -167,6 +170,16 @@ def triton_norm(p, ins, aux, rt):
                out_dtype)
 
 
+def _norm_sparse(p, ins, aux, rt):
+    """The norm of a csr or row_sparse array from its stored values (zeros add nothing)."""
+    v: CSR | RowSparse = ins[0]
+    data = v.data if v.data.is_floating_point() else v.data.to(torch.float64)
+    mag = data.abs() if p.ord == 1 else data * data
+    out = sparse_sum(v._replace(data=mag), _reduce_params(p))
+    out = out if p.ord == 1 else out.sqrt()
+    return (cast_to(out, to_torch_dtype(p.out_dtype) if p.out_dtype else v.dtype),)
+
+
 def _norm_grad(g, p, ins, outs, og):
     x, dy, y = ins[0], og[0], outs[0]
     if p.out_dtype is not None:
@@ -190,6 +203,7 @@ register(OpDef(
     infer_shape=_norm_shape,
     infer_type=lambda p, t: (list(t), [p.out_dtype or t[0]]) if t[0] is not None else None,
     forward=_norm_forward, gradient=_norm_grad,
+    storage=Storage(lambda p, s: ["default"] if s[0] != "default" else None, _norm_sparse),
     cases=(Case(((3, 4),)), Case(((3, 4, 2),), {"axis": 1, "keepdims": True}),
            Case(((3, 4, 2),), {"ord": 1, "axis": (0, 2)}, low=0.1),
            Case(((2, 3),), {"ord": 1}, low=-1.0, high=-0.1),

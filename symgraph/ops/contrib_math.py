@@ -34,7 +34,7 @@ import torch
 
 from ..attrs import MAX_VARIADIC, Param
 from ..base import ShapeError
-from .base import Case, OpDef, PlanHints, elemwise_shape, register, unary_shape
+from .base import Case, OpDef, PlanHints, Storage, elemwise_shape, register, unary_shape
 from .elementwise import _SCALAR, TRITON, unary
 
 # ------------------------------------------------------------------ quadratic
@@ -47,8 +47,14 @@ def _quadratic(b, p, ins):
     return [b.op("_plus_scalar", b.op("elemwise_mul", x, inner, name="x_axb"), scalar=p.c)]
 
 
+def _quadratic_storage(p, stypes):
+    """MXNet keeps csr for ``c == 0`` (on the stored values); row_sparse gives dense."""
+    return ["csr"] if stypes[0] == "csr" and p.c == 0 else None
+
+
 register(OpDef(
     name="_contrib_quadratic", decompose=_quadratic,
+    storage=Storage(_quadratic_storage),
     params=(Param("a", "float", 0.0, doc="Coefficient of x^2."),
             Param("b", "float", 0.0, doc="Coefficient of x."),
             Param("c", "float", 0.0, doc="Constant term.")),

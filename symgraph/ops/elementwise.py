@@ -11,7 +11,8 @@ import math
 import torch
 
 from ..attrs import Param
-from .base import Case, OpDef, PlanHints, elemwise_shape, register, unary_shape
+from ..sparse import rules
+from .base import Case, OpDef, PlanHints, Storage, elemwise_shape, register, unary_shape
 
 # Triton templates ({0}, {1}: inputs; {scalar}: the scalar param), computed in fp32.
 _SIG = "(1.0 / (1.0 + tl.exp(-{0})))"
@@ -172,6 +173,21 @@ TRITON["_rpower_scalar"] = lambda p: f"tl.exp({{0}} * {math.log(p.scalar)!r})"
 
 _UNARY_CASES = (Case(((3, 5),)), Case(((2, 3, 4),)))
 
+# The unary ops MXNet 1.9.1 runs on row_sparse and csr storage (f(0) == 0: the output keeps
+# the input's storage); every other unary op gives a dense output (tests/test_sparse_elemwise.py
+# holds the table recorded from MXNet).
+_KEEPS_SPARSE = frozenset((
+    "abs", "sign", "negative", "relu", "square", "sqrt", "rint", "round", "fix", "floor", "ceil",
+    "trunc", "sin", "tan", "arcsin", "arctan", "sinh", "tanh", "arcsinh", "arctanh", "expm1",
+    "log1p", "degrees", "radians", "cbrt", "_copy", "BlockGrad", "_contrib_round_ste",
+    "_contrib_sign_ste"))
+
+
+def _unary_storage(name: str) -> Storage | None:
+    if name == "zeros_like":
+        return rules.ZEROS_LIKE
+    return rules.KEEP_SPARSE if name in _KEEPS_SPARSE else None
+
 
 def _keep_dtype(fn):
     """Wrap a torch function so integer inputs keep their dtype (MXNet never promotes)."""
@@ -215,6 +231,7 @@ def unary(name: str, ref, grad=None, expr: str = "", low: float = -1.0, high: fl
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (ref(ins[0]),), infer_shape=unary_shape,
         gradient=gradient, aliases=aliases, cases=cases, hidden=hidden,
+        storage=_unary_storage(name),
         hints=PlanHints(view=view, inplace=() if view else ((0, 0),),
                        activation=name if name in ("relu", "sigmoid", "tanh") else None),
         expr=TRITON.get(name),
@@ -306,13 +323,27 @@ unary("radians", torch.deg2rad, lambda g, x, y, dy: _scalar(g, "_mul_scalar", dy
                                                             math.pi / 180.0), "x * pi / 180")
 unary("gammaln", torch.lgamma, lambda g, x, y, dy: _mul(g, dy, g.op("_digamma", x)),
       "lgamma(x)", low=0.5, high=3.0)
-unary("_digamma", torch.digamma, None, "digamma(x)", low=0.5, high=3.0, hidden=True)
+
+
+def _pole(x: torch.Tensor) -> torch.Tensor:
+    """Where ``x`` is 0 or a negative integer (the poles of Gamma and digamma)."""
+    return (x <= 0) & (x == torch.floor(x))
+
+
+def _digamma_ref(x: torch.Tensor) -> torch.Tensor:
+    """digamma, +inf at its poles as MXNet's (cephes) psi, where torch gives -inf or nan."""
+    return torch.where(_pole(x), torch.full_like(x, math.inf), torch.digamma(x))
+
+
+unary("_digamma", _digamma_ref, None, "digamma(x)", low=0.5, high=3.0, hidden=True)
 
 
 def _gamma(x: torch.Tensor) -> torch.Tensor:
-    """Gamma(x) = +-exp(lgamma(x)): negative for x in (-1, 0), (-3, -2), ..."""
+    """Gamma(x) = +-exp(lgamma(x)): negative for x in (-1, 0), (-3, -2), ...; +inf at 0
+    and nan at the negative integers (C's tgamma, as MXNet)."""
     odd = torch.remainder(torch.ceil(-x), 2.0) == 1
-    return torch.where((x < 0) & odd, -1.0, 1.0).to(x.dtype) * torch.exp(torch.lgamma(x))
+    out = torch.where((x < 0) & odd, -1.0, 1.0).to(x.dtype) * torch.exp(torch.lgamma(x))
+    return torch.where(_pole(x) & (x < 0), torch.full_like(x, math.nan), out)
 
 
 unary("gamma", _gamma, lambda g, x, y, dy: _mul(g, dy, _mul(g, y, g.op("_digamma", x))),
@@ -335,14 +366,16 @@ unary("BlockGrad", torch.clone, _zero_grad, "x", aliases=("stop_gradient",), fd=
 # ------------------------------------------------------------------ binary (same shape)
 
 def binary(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-1.0, high=1.0,
-           doc: str = "") -> OpDef:
-    """Register a two-input same-shape op; ``grad(g, a, b, y, dy)`` returns (da, db)."""
+           doc: str = "", sparse: rules.Storage | None = None) -> OpDef:
+    """Register a two-input same-shape op; ``grad(g, a, b, y, dy)`` returns (da, db);
+    ``sparse``: its storage rule (:mod:`symgraph.sparse.rules`)."""
     def gradient(g, p, ins, outs, ograds):
         return list(grad(g, ins[0], ins[1], outs[0], ograds[0]))
     return register(OpDef(
         name=name, forward=lambda p, ins, aux, rt: (ref(ins[0], ins[1]),),
         infer_shape=elemwise_shape, inputs=("lhs", "rhs"), gradient=gradient, aliases=aliases,
         hints=PlanHints(inplace=((0, 0), (0, 1))), expr=TRITON.get(name),
+        storage=sparse if sparse else None,
         cases=(Case(((3, 5), (3, 5)), low=low, high=high),),
         doc=doc or f"Elementwise ``{name}`` of two arrays of one shape: ``{expr}``."))
 
@@ -352,11 +385,11 @@ def _where_mask(g, cond, dy):
 
 
 binary("elemwise_add", torch.add, lambda g, a, b, y, dy: (dy, dy), "x + y",
-       aliases=("_add", "_plus", "_Plus"))
+       aliases=("_add", "_plus", "_Plus"), sparse=rules.additive_rule(torch.add, 1.0))
 binary("elemwise_sub", torch.sub, lambda g, a, b, y, dy: (dy, g.op("negative", dy)), "x - y",
-       aliases=("_sub", "_minus", "_Minus"))
+       aliases=("_sub", "_minus", "_Minus"), sparse=rules.additive_rule(torch.sub, -1.0))
 binary("elemwise_mul", torch.mul, lambda g, a, b, y, dy: (_mul(g, dy, b), _mul(g, dy, a)),
-       "x * y", aliases=("_mul", "_Mul"))
+       "x * y", aliases=("_mul", "_Mul"), sparse=rules.MULTIPLY)
 binary("elemwise_div", mxnet_div,
        lambda g, a, b, y, dy: (g.op("elemwise_div", dy, b),
                                g.op("negative", g.op("elemwise_div", _mul(g, dy, y), b))),
@@ -368,11 +401,11 @@ binary("_power", torch.pow,
 binary("_maximum", torch.maximum,
        lambda g, a, b, y, dy: (_where_mask(g, g.op("_greater_equal", a, b), dy),
                                _where_mask(g, g.op("_lesser", a, b), dy)),
-       "max(x, y)", aliases=("_Maximum",))
+       "max(x, y)", aliases=("_Maximum",), sparse=rules.union_rule(torch.maximum))
 binary("_minimum", torch.minimum,
        lambda g, a, b, y, dy: (_where_mask(g, g.op("_lesser_equal", a, b), dy),
                                _where_mask(g, g.op("_greater", a, b), dy)),
-       "min(x, y)", aliases=("_Minimum",))
+       "min(x, y)", aliases=("_Minimum",), sparse=rules.union_rule(torch.minimum))
 binary("_mod", _keep_dtype(mxnet_mod),
        lambda g, a, b, y, dy: (_mul(g, dy, g.op("_mod_grad", a, b)),
                                _mul(g, dy, g.op("_mod_rgrad", a, b))),
@@ -390,8 +423,9 @@ def _no_grad2(g, a, b, y, dy):
 binary("_hypot", torch.hypot,
        lambda g, a, b, y, dy: (_mul(g, dy, g.op("elemwise_div", a, y)),
                                _mul(g, dy, g.op("elemwise_div", b, y))),
-       "sqrt(x * x + y * y)", aliases=("_Hypot",))
+       "sqrt(x * x + y * y)", aliases=("_Hypot",), sparse=rules.union_rule(torch.hypot))
 binary("_grad_add", torch.add, lambda g, a, b, y, dy: (dy, dy), "x + y",
+       sparse=rules.additive_rule(torch.add, 1.0),
        doc="``lhs + rhs``: the sum MXNet's autodiff writes when it adds gradients.")
 
 
@@ -420,7 +454,7 @@ _SCALAR = (Param("scalar", "float", 1.0, doc="The scalar operand."),
 
 
 def scalar(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-1.0,
-           high=1.0, case_scalar: float = 1.5) -> OpDef:
+           high=1.0, case_scalar: float = 1.5, sparse: rules.Storage | None = None) -> OpDef:
     """Register an array-with-scalar op; ``ref(x, s)``; ``grad(g, x, y, dy, s)`` returns dx."""
     def gradient(g, p, ins, outs, ograds):
         return [grad(g, ins[0], outs[0], ograds[0], p.scalar)]
@@ -429,6 +463,7 @@ def scalar(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-
         name=name, forward=lambda p, ins, aux, rt: (fwd(ins[0], p.scalar),),
         infer_shape=unary_shape, params=_SCALAR, gradient=gradient, aliases=aliases,
         hints=PlanHints(inplace=((0, 0),)), expr=TRITON.get(name),
+        storage=sparse if sparse else None,
         cases=(Case(((3, 5),), {"scalar": case_scalar}, low=low, high=high),),
         doc=f"``{expr}`` with ``s`` the scalar attribute."))
 
@@ -437,14 +472,17 @@ def _smul(g, dy, s):
     return _scalar(g, "_mul_scalar", dy, s)
 
 
-scalar("_plus_scalar", torch.add, lambda g, x, y, dy, s: dy, "x + s", ("_PlusScalar",))
-scalar("_minus_scalar", torch.sub, lambda g, x, y, dy, s: dy, "x - s", ("_MinusScalar",))
+_ZERO_SCALAR = rules.scalar_rule(rules.scalar_is_zero)  # x + s, x - s: sparse for s == 0 only
+scalar("_plus_scalar", torch.add, lambda g, x, y, dy, s: dy, "x + s", ("_PlusScalar",),
+       sparse=_ZERO_SCALAR)
+scalar("_minus_scalar", torch.sub, lambda g, x, y, dy, s: dy, "x - s", ("_MinusScalar",),
+       sparse=_ZERO_SCALAR)
 scalar("_rminus_scalar", lambda x, s: s - x, lambda g, x, y, dy, s: g.op("negative", dy),
        "s - x", ("_RMinusScalar",))
 scalar("_mul_scalar", torch.mul, lambda g, x, y, dy, s: _smul(g, dy, s), "x * s",
-       ("_MulScalar",))
+       ("_MulScalar",), sparse=rules.scalar_rule())
 scalar("_div_scalar", torch.div, lambda g, x, y, dy, s: _smul(g, dy, 1.0 / s), "x / s",
-       ("_DivScalar",))
+       ("_DivScalar",), sparse=rules.scalar_rule())
 scalar("_rdiv_scalar", lambda x, s: s / x,
        lambda g, x, y, dy, s: g.op("negative", g.op("elemwise_div", _mul(g, dy, y), x)),
        "s / x", ("_RDivScalar",), low=0.5, high=2.0)
@@ -487,16 +525,17 @@ for _name, _fn, _alias in [
         ("_lesser_scalar", torch.lt, "_LesserScalar"),
         ("_lesser_equal_scalar", torch.le, "_LesserEqualScalar")]:
     scalar(_name, _cmp(_fn), lambda g, x, y, dy, s: g.zeros(x), f"{_name}(x, s)",
-           (_alias,))
+           (_alias,), sparse=rules.scalar_rule(rules.zero_kept(_cmp(_fn))))
 
 
 # ------------------------------------------------------------------ activation gradients
 # One pass each on the torch path; on the Triton path their expressions fuse like any other.
 
-def _activation_backward(name: str, ref, expr: str, grad) -> OpDef:
+def _activation_backward(name: str, ref, expr: str, grad, sparse: bool = False) -> OpDef:
     return register(OpDef(
         name=name, inputs=("ograd", "output"), hidden=True, infer_shape=elemwise_shape,
         hints=PlanHints(inplace=((0, 0),)), expr=TRITON.get(name),
+        storage=rules.masked_rule(ref) if sparse else None,
         forward=lambda p, ins, aux, rt: (ref(ins[0], ins[1]),),
         gradient=lambda g, p, ins, outs, og: list(grad(g, ins[0], ins[1], og[0])),
         cases=(Case(((3, 5), (3, 5)), low=0.1, high=0.9),),
@@ -506,7 +545,7 @@ def _activation_backward(name: str, ref, expr: str, grad) -> OpDef:
 _activation_backward(
     "_backward_relu", lambda dy, y: torch.ops.aten.threshold_backward.default(dy, y, 0),
     "dy * (y > 0)",
-    lambda g, dy, y, dz: (g.op("_backward_relu", dz, y), g.zeros(y)))
+    lambda g, dy, y, dz: (g.op("_backward_relu", dz, y), g.zeros(y)), sparse=True)
 _activation_backward(
     "_backward_sigmoid", torch.ops.aten.sigmoid_backward.default, "dy * y * (1 - y)",
     lambda g, dy, y, dz: (g.op("_backward_sigmoid", dz, y),

@@ -7,7 +7,8 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, PlanHints, Special, register
+from .base import Case, OpDef, PlanHints, Special, Storage, register
+from .matmul import csr_mm
 
 
 def _inputs(p):
@@ -22,8 +23,13 @@ def _shape(p, shapes):
     if k == 0 and all(d > 0 for d in data[:1]):
         raise ShapeError(f"Shape dim size must be known, got data shape {tuple(data)}")
     out = (data[0], p.num_hidden) if p.flatten else tuple(data[:-1]) + (p.num_hidden,)
-    ins = [data, (p.num_hidden, k)] + ([] if p.no_bias else [(p.num_hidden,)])
+    ins = [data, (p.num_hidden, k)] + ([] if p.no_bias else [_bias_shape(p, shapes[2])])
     return ins, [out]
+
+
+def _bias_shape(p, given: tuple) -> tuple:
+    """``(num_hidden,)``; a given ``(num_hidden, 1)`` bias is kept (MXNet takes both)."""
+    return tuple(given) if tuple(given) == (p.num_hidden, 1) else (p.num_hidden,)
 
 
 def _inputs_from_output(p, shapes, outs):
@@ -43,13 +49,25 @@ def _forward(p, ins, aux, rt):
     x, w = ins[0], ins[1]
     if p.flatten and x.dim() != 2:
         x = x.reshape(x.shape[0], -1)
-    b = None if p.no_bias else ins[2]
+    b = None if p.no_bias else ins[2].reshape(-1)
     return (torch.nn.functional.linear(x, w, b),)
+
+
+def _csr_storage(p, stypes):
+    """csr data with dense weight and bias: a dense output, the data never densified."""
+    if stypes[0] == "csr" and all(s == "default" for s in stypes[1:]):
+        return ["default"]
+    return None
+
+
+def _forward_csr(p, ins, aux, rt):
+    out = csr_mm(ins[0], ins[1].t())
+    return (out if p.no_bias else out + ins[2].reshape(-1),)
 
 
 def _prepare(p, in_shapes, out_shapes, out=None):
     """``linear`` on a fixed shape: whether to flatten the data is decided once."""
-    if out is not None:
+    if out is not None or (not p.no_bias and len(in_shapes[2]) != 1):
         return None
     linear = torch.nn.functional.linear
     rows = in_shapes[0][0]
@@ -68,7 +86,7 @@ def triton_fully_connected(p, ins, aux, rt, act=None):
     x, w = ins[0], ins[1]
     lead = (x.shape[0],) if p.flatten else tuple(x.shape[:-1])
     x2 = x.reshape(x.shape[0], -1) if p.flatten else x.reshape(-1, x.shape[-1])
-    y = linear(x2, w, None if p.no_bias else ins[2], act=act)
+    y = linear(x2, w, None if p.no_bias else ins[2].reshape(-1), act=act)
     return (y.reshape(lead + (p.num_hidden,)),)
 
 
@@ -94,8 +112,8 @@ def _gradient(g, p, ins, outs, og):
     dx = g.op("reshape_like", g.op("dot", dy2, weight), data)
     dw = g.op("dot", dy2, x2, transpose_a=True)
     grads = [dx, dw]
-    if not p.no_bias:
-        grads.append(g.op("sum", dy2, axis=0))
+    if not p.no_bias:  # reshaped like the bias: MXNet also takes a (num_hidden, 1) one
+        grads.append(g.op("reshape_like", g.op("sum", dy2, axis=0), ins[2]))
     return grads
 
 
@@ -107,7 +125,7 @@ register(OpDef(
     inputs=_inputs, infer_shape=_shape, forward=_forward, gradient=_gradient,
     hints=PlanHints(epilogue=_epilogue), prepare=_prepare,
     special=Special(infer_inputs_from_outputs=_inputs_from_output),
-    kernel=triton_fully_connected,
+    kernel=triton_fully_connected, storage=Storage(_csr_storage, _forward_csr),
     cases=(Case(((4, 5), (3, 5), (3,)), {"num_hidden": 3}),
            Case(((2, 3, 4), (6, 12)), {"num_hidden": 6, "no_bias": True}),
            Case(((2, 3, 4), (5, 4), (5,)), {"num_hidden": 5, "flatten": False})),

@@ -41,6 +41,7 @@ import torch
 
 from ..attrs import Param
 from ..base import DeferredError, DTypeError, ShapeError
+from ..sparse import formats, rules
 from ..sparse.formats import RowSparse
 from .base import Case, OpDef, Storage, grad_rule, known, merge_shape, register
 
@@ -137,6 +138,21 @@ def triton_backward_take(p, ins, aux, rt):
     return (take_backward(g, indices, tuple(a.shape), axis, _kernel_mode(p, a, indices, axis)),)
 
 
+def _take_storage(p, stypes):
+    """Rows of a csr matrix stay csr (axis 0, clip or wrap: MXNet's kernel)."""
+    if stypes[0] == "csr" and stypes[1] == "default" and p.axis == 0 and p.mode != "raise":
+        return ["csr"]
+    return None
+
+
+def _take_csr(p, ins, aux, rt):
+    value, indices = ins
+    if indices.dim() != 1:
+        raise ShapeError(f"take: a csr array takes 1-D indices only, got indices of shape "
+                         f"{tuple(indices.shape)} for data of shape {tuple(value.shape)}")
+    return (formats.csr_take_rows(value, bound(as_index(indices), value.shape[0], p.mode)),)
+
+
 _TAKE_PARAMS = (Param("axis", "int", 0, doc="The axis to take from."),
                 Param("mode", "str", "clip", ("clip", "raise", "wrap"),
                       doc="Out-of-range indices: clip to the ends, wrap around, or raise."))
@@ -144,6 +160,7 @@ _TAKE_PARAMS = (Param("axis", "int", 0, doc="The axis to take from."),
 register(OpDef(
     name="take", inputs=("a", "indices"), params=_TAKE_PARAMS, infer_shape=_take_shape,
     infer_type=value_type((0,)), forward=_take_forward, kernel=triton_take,
+    storage=Storage(_take_storage, _take_csr),
     gradient=lambda g, p, ins, outs, og: [
         g.op("_backward_take", og[0], ins[0], ins[1], axis=p.axis, mode=p.mode), None],
     cases=(Case(((5, 3), (2, 3)), ints={1: 5}), Case(((3, 4, 2), (5,)), {"axis": 1}, ints={1: 4}),
@@ -385,7 +402,7 @@ def _where_grad(g, p, ins, outs, og):
 register(OpDef(
     name="where", inputs=("condition", "x", "y"), infer_shape=_where_shape,
     infer_type=value_type((1, 2)), forward=_where_forward, gradient=_where_grad,
-    kernel=triton_where,
+    kernel=triton_where, storage=rules.WHERE,
     cases=(Case(((3, 4), (3, 4), (3, 4)), ints={0: 2}), Case(((3,), (3, 2, 2), (3, 2, 2)),
                                                              ints={0: 2})),
     doc="""Elements of ``x`` where ``condition`` is non-zero, else of ``y``.
@@ -440,6 +457,19 @@ def _embedding_storage(p, stypes):
     return None
 
 
+def _embedding_rows_storage(p, stypes):
+    """A row_sparse weight is read row by row (never densified); the output is dense."""
+    return ["default"] if stypes[0] == "default" and stypes[1] == "row_sparse" else None
+
+
+def _embedding_from_rows(p, ins, aux, rt):
+    data, weight = ins
+    rows = _embedding_rows(p, data)
+    held = formats.gather_rows(weight, rows)  # the looked-up rows, zeros where not stored
+    pos = torch.searchsorted(held.indices, rows.reshape(-1))
+    return (held.data[pos].reshape(tuple(data.shape) + (p.output_dim,)),)
+
+
 def triton_embedding(p, ins, aux, rt):
     """Embedding as one Triton row gather."""
     from ..kernels.index import take
@@ -463,7 +493,7 @@ _EMBED_PARAMS = (Param("input_dim", "int", doc="Vocabulary size: rows of the wei
 register(OpDef(
     name="Embedding", inputs=("data", "weight"), params=_EMBED_PARAMS,
     infer_shape=_embedding_shape, infer_type=_embedding_type, forward=_embedding_forward,
-    kernel=triton_embedding,
+    kernel=triton_embedding, storage=Storage(_embedding_rows_storage, _embedding_from_rows),
     gradient=lambda g, p, ins, outs, og: [None, g.op(
         "_backward_Embedding", og[0], ins[0], input_dim=p.input_dim, output_dim=p.output_dim,
         sparse_grad=p.sparse_grad)],

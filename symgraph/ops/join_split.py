@@ -30,7 +30,8 @@ import torch
 
 from ..attrs import MAX_VARIADIC, Param
 from ..base import DTypeError, ShapeError
-from .base import Case, OpDef, Special, merge_shape, register
+from ..sparse import formats
+from .base import Case, OpDef, Special, Storage, merge_shape, register
 
 
 def norm_axis(axis: int, ndim: int, what: str) -> int:
@@ -149,10 +150,31 @@ def _concat_inputs_from_output(p, shapes, outs):
     return new
 
 
+def _concat_storage(p, stypes):
+    """csr inputs joined row-wise stay csr (MXNet's kernel); anything else is dense."""
+    if p.dim == 0 and all(s == "csr" for s in stypes):
+        return ["csr"]
+    return None
+
+
+def _csr_rows_joined(p, ins, aux, rt):
+    """csr matrices of one column count stacked row-wise: values and columns concatenated,
+    each matrix's row pointers shifted by the values before it."""
+    offsets = [0]
+    for v in ins[:-1]:
+        offsets.append(offsets[-1] + v.data.numel())
+    indptr = torch.cat([ins[0].indptr[:1]] + [v.indptr[1:] + off
+                                              for v, off in zip(ins, offsets)])
+    shape = (sum(v.shape[0] for v in ins), ins[0].shape[1])
+    return (formats.CSR(torch.cat([v.data for v in ins]), torch.cat([v.indices for v in ins]),
+                        indptr, shape),)
+
+
 register(OpDef(
     name="Concat", aliases=("concat",), key_var_num_args="num_args", params=_CONCAT_PARAMS,
     inputs=_args, infer_shape=_concat_shape, infer_type=shared_type, forward=_concat_forward,
     kernel=triton_concat, gradient=_concat_grad,
+    storage=Storage(_concat_storage, _csr_rows_joined),
     special=Special(infer_inputs_from_outputs=_concat_inputs_from_output),
     cases=(Case(((2, 3, 4), (2, 1, 4), (2, 2, 4))), Case(((3, 2), (1, 2)), {"dim": 0}),
            Case(((2, 3, 1), (2, 3, 2)), {"dim": -1}), Case(((2, 3),))),

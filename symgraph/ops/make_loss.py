@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from ..attrs import Param
+from ..sparse import rules
 from .base import Case, OpDef, register, unary_shape
 
 _PARAMS = (
@@ -89,6 +90,7 @@ def _make_loss_grad(g, p, ins, outs, og):
 register(OpDef(
     name="make_loss", outputs=("loss",), infer_shape=unary_shape, loss=True, expr="{0}",
     forward=lambda p, ins, aux, rt: (ins[0].clone(),), gradient=_make_loss_grad,
+    storage=rules.KEEP_SPARSE,
     cases=(Case(((3, 4),), grad=False, loss=lambda p, ins: ins[0].sum()),),
     doc="Use ``data`` as a loss (MXNet's parameterless ``make_loss``): the identity "
         "forward, output named ``loss``; backward ignores the head gradient and writes ones."))

@@ -7,6 +7,12 @@ master copy ``weight32`` (updated in place) of an fp16 weight and return it cast
 weight's dtype. The math is :mod:`symgraph.kernels.optimizer`'s, the same multi-tensor kernel (and
 torch references) the Python optimizers run; these ops have no gradient.
 
+With a row_sparse ``grad`` (and row_sparse weight/states where MXNet allows),
+``sgd_update``, ``sgd_mom_update``, ``adam_update``, ``ftrl_update``,
+``_sparse_adagrad_update`` and ``_contrib_group_adagrad_update`` run the lazy or standard
+sparse update of :mod:`symgraph.ops.optimizer_sparse`; the other ops (and other storage
+combinations) run densely and write sparse states back.
+
 As in MXNet 1.9.1, ``_adamw_update`` also overwrites ``grad`` with the rescaled, clipped
 gradient, and ``nag_mom_update`` called with ``out=weight`` (``mp_nag_mom_update`` always)
 takes the momentum's weight-decay term from the already written weight.
@@ -31,6 +37,7 @@ import torch
 from ..attrs import Param
 from ..base import DTypeError, ShapeError
 from .base import Case, OpDef, PlanHints, merge_shape, register
+from .optimizer_sparse import DNS, FLAG, LAZY_ROWS, RSP, STD, sparse_storage
 
 
 def _f(name: str, default=None, doc: str = "") -> Param:
@@ -41,7 +48,8 @@ def _f(name: str, default=None, doc: str = "") -> Param:
 LR, WD = _f("lr", doc="Learning rate."), _f("wd", 0.0, doc="Weight decay.")
 RESCALE = _f("rescale_grad", 1.0, doc="Gradient scale.")
 CLIP = _f("clip_gradient", -1.0, doc="Clip gradients to [-c, c] when c >= 0.")
-LAZY = Param("lazy_update", "bool", True, doc="Sparse updates only (dense arrays here).")
+LAZY = Param("lazy_update", "bool", True,
+             doc="With a row_sparse grad: update only its rows (else every row decays).")
 MOMENTUM = _f("momentum", 0.0)
 BETA1, BETA2 = _f("beta1", 0.9), _f("beta2", 0.999)
 
@@ -166,6 +174,11 @@ def _adamw_hp(rescale_index: int):
     return hparams
 
 
+def _adagrad_hp(p, ins):
+    return _hp(lr=p.lr, wd=p.wd, rescale_grad=p.rescale_grad, clip_gradient=p.clip_gradient,
+               epsilon=p.epsilon)
+
+
 def _rms_hp(p, ins):
     return _hp(lr=p.lr, wd=p.wd, rescale_grad=p.rescale_grad, clip_gradient=p.clip_gradient,
                gamma1=p.gamma1, gamma2=p.get("gamma2", 0.9), epsilon=p.epsilon,
@@ -204,10 +217,27 @@ def _cases(n_inputs: int, attrs: dict, scalars: tuple[int, ...] = (), low=0.05, 
                       low=low, high=high, grad=False) for shape in ((3, 5), (7,)))
 
 
+def _rule_rows(rule: Rule, hparams):
+    """The row step of a sparse update: ``rule`` on the gathered rows (states in place)."""
+    def step(p, ins, triton: bool):
+        return run_rule(rule, hparams(p, ins), ins, triton)
+    return step
+
+
+# how each op updates with a row_sparse grad, by the storage types of (weight, grad, states)
+_SGD_SPARSE = {(DNS, RSP): FLAG, (RSP, RSP): FLAG}
+_SGD_MOM_SPARSE = {(DNS, RSP, DNS): FLAG, (RSP, RSP, RSP): FLAG, (RSP, RSP, DNS): STD}
+_ADAM_SPARSE = {(DNS, RSP, DNS, DNS): FLAG, (RSP, RSP, RSP, RSP): FLAG,
+                (RSP, RSP, DNS, DNS): STD}
+_FTRL_SPARSE = {(RSP, RSP, RSP, RSP): LAZY_ROWS}
+_ADAGRAD_SPARSE = {(DNS, RSP, DNS): LAZY_ROWS, (RSP, RSP, RSP): LAZY_ROWS}
+
+
 def update_op(name: str, inputs: tuple[str, ...], params: tuple[Param, ...], rule: Rule,
               hparams, case_attrs: dict, doc: str, **kw) -> OpDef:
     """Register an update op: shape/dtype rules, forwards, mutated inputs, cases."""
     forward, kernel = forwards(rule, hparams)
+    kinds = kw.pop("sparse", {})
     scalars = kw.pop("scalars", ())
     bounds = kw.pop("bounds", (0.05, 1.0))
     fp32 = tuple(rule.states) + ((rule.master,) if rule.master is not None else ())
@@ -223,7 +253,7 @@ def update_op(name: str, inputs: tuple[str, ...], params: tuple[Param, ...], rul
         infer_shape=same_shape(name, scalars), infer_type=infer_type,
         hints=PlanHints(mutates=mutated),
         differentiable=False, cases=_cases(len(inputs), case_attrs, scalars, *bounds), doc=doc,
-        **kw))
+        storage=sparse_storage(name, _rule_rows(rule, hparams), kinds), **kw))
 
 
 _SGD = (LR, WD, RESCALE, CLIP, LAZY)
@@ -234,9 +264,11 @@ _MOM = {"lr": 0.1, "momentum": 0.9, "wd": 0.05, "rescale_grad": 0.7, "clip_gradi
 
 update_op("sgd_update", _W, _SGD, Rule("sgd_update", ()), _sgd_hp,
           {"lr": 0.1, "wd": 0.05, "rescale_grad": 0.7, "clip_gradient": 0.5},
-          "``w - lr*(clip(rescale_grad*g) + wd*w)``.")
+          "``w - lr*(clip(rescale_grad*g) + wd*w)``.", sparse=_SGD_SPARSE,
+          aliases=("_sparse_sgd_update",))
 update_op("sgd_mom_update", _WG, _SGD_MOM, Rule("sgd_mom_update", (2,)), _sgd_hp, _MOM,
-          "``mom = momentum*mom - lr*(clip(r*g) + wd*w)`` (in place); ``w + mom``.")
+          "``mom = momentum*mom - lr*(clip(r*g) + wd*w)`` (in place); ``w + mom``.",
+          sparse=_SGD_MOM_SPARSE, aliases=("_sparse_sgd_mom_update",))
 update_op("mp_sgd_update", ("weight", "grad", "weight32"), _SGD,
           Rule("sgd_update", (), master=2), _sgd_hp, {"lr": 0.1, "wd": 0.05},
           "``sgd_update`` of the fp32 master ``weight32`` (in place), cast to the weight's "
@@ -258,7 +290,8 @@ update_op("adam_update", ("weight", "grad", "mean", "var"),
           (LR, BETA1, BETA2, _EPS8, WD, RESCALE, CLIP, LAZY), Rule("adam_update", (2, 3)),
           _adam_hp, {"lr": 0.01, "wd": 0.05, "rescale_grad": 0.7, "clip_gradient": 0.5,
                      "epsilon": 1e-3},
-          "Adam (bias correction is the caller's, folded into ``lr``).")
+          "Adam (bias correction is the caller's, folded into ``lr``).", sparse=_ADAM_SPARSE,
+          aliases=("_sparse_adam_update",))
 _ADAMW = (LR, BETA1, BETA2, _EPS8, WD, _f("eta", doc="Schedule multiplier."), CLIP)
 _ADAMW_CASE = {"lr": 0.01, "eta": 0.5, "wd": 0.05, "clip_gradient": 0.5, "epsilon": 1e-3}
 update_op("_adamw_update", ("weight", "grad", "mean", "var", "rescale_grad"), _ADAMW,
@@ -284,7 +317,8 @@ update_op("ftrl_update", ("weight", "grad", "z", "n"),
           (LR, _f("lamda1", 0.01), _f("beta", 1.0), WD, RESCALE, CLIP),
           Rule("ftrl_update", (2, 3)), _ftrl_hp,
           {"lr": 0.1, "lamda1": 0.05, "wd": 0.05, "rescale_grad": 0.7, "clip_gradient": 0.5},
-          "FTRL-Proximal (McMahan et al. 2013).")
+          "FTRL-Proximal (McMahan et al. 2013).", sparse=_FTRL_SPARSE,
+          aliases=("_sparse_ftrl_update",))
 update_op("ftml_update", ("weight", "grad", "d", "v", "z"),
           (LR, _f("beta1", 0.6), BETA2, Param("epsilon", "float", 1e-8), Param("t", "int"),
            WD, RESCALE, _f("clip_grad", -1.0)),
@@ -372,15 +406,44 @@ def _group_adagrad(triton: bool):
     return forward
 
 
+def _group_adagrad_rows(p, ins, triton: bool):
+    """Group AdaGrad on gathered rows: their history rows in place, the new weight rows."""
+    from ..kernels import optimizer as kops
+    hp = _hp(lr=p.lr, rescale_grad=p.rescale_grad, clip_gradient=p.clip_gradient,
+             epsilon=p.epsilon)
+    new, hist = kops.group_adagrad_update_ref(ins[0], ins[1], ins[2], hp)
+    ins[2].copy_(hist)
+    return new
+
+
 register(OpDef(
     name="_contrib_group_adagrad_update", inputs=("weight", "grad", "history"),
     params=(LR, RESCALE, CLIP, _f("epsilon", 1e-5, doc="Added under the square root.")),
     infer_shape=_group_adagrad_shape, forward=_group_adagrad(False),
     kernel=_group_adagrad(True), hints=PlanHints(mutates=(2,)), differentiable=False,
+    storage=sparse_storage("_contrib_group_adagrad_update", _group_adagrad_rows,
+                           _ADAGRAD_SPARSE),
     cases=(Case(((4, 3), (4, 3), (4, 1)), {"lr": 0.1, "rescale_grad": 0.7,
                                           "clip_gradient": 0.5}, low=0.05, high=1.0,
                 grad=False),
            Case(((3, 2, 2), (3, 2, 2), (3, 1)), {"lr": 0.2}, low=0.05, high=1.0, grad=False)),
     doc="Group AdaGrad (one rate per row): ``G = clip(rescale_grad*g)``, ``history += "
-        "mean(G^2 over the row)`` (in place), ``w - lr*G/sqrt(history + epsilon)``. Dense "
-        "arrays (MXNet 1.9.1 implements only the row_sparse gradient form, with this math)."))
+        "mean(G^2 over the row)`` (in place), ``w - lr*G/sqrt(history + epsilon)``. With a "
+        "row_sparse grad only its rows change (MXNet 1.9.1 implements only that form; the "
+        "dense one here has the same math)."))
+
+_ADAGRAD_CASE = {"lr": 0.1, "rescale_grad": 0.7, "clip_gradient": 0.5, "epsilon": 1e-3}
+_ADAGRAD_FORWARD, _ADAGRAD_KERNEL = forwards(Rule("adagrad_update", (2,)), _adagrad_hp)
+register(OpDef(
+    name="_sparse_adagrad_update", inputs=("weight", "grad", "history"),
+    params=(LR, _f("epsilon", 1e-7, doc="Added under the square root."), WD, RESCALE, CLIP),
+    infer_shape=same_shape("_sparse_adagrad_update"),
+    forward=_ADAGRAD_FORWARD, kernel=_ADAGRAD_KERNEL,
+    hints=PlanHints(mutates=(2,)), differentiable=False, cases=_cases(3, _ADAGRAD_CASE),
+    storage=sparse_storage("_sparse_adagrad_update",
+                           _rule_rows(Rule("adagrad_update", (2,)), _adagrad_hp),
+                           _ADAGRAD_SPARSE, strict=True),
+    doc="AdaGrad on a row_sparse grad's rows: ``G = clip(rescale_grad*g)``, ``history += "
+        "G^2`` (in place), ``w - lr*G/sqrt(history + epsilon)``; the weight and history both "
+        "dense or both row_sparse, ``wd`` 0, as MXNet 1.9.1 (which refuses dense arrays; "
+        "here they get the same math)."))

@@ -9,7 +9,9 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, merge_shape, register
+from ..sparse import formats
+from ..sparse.formats import CSR, RowSparse
+from .base import Case, OpDef, Storage, merge_shape, register
 
 _PARAMS = (Param("axis", "axis", None, doc="Axis or axes to reduce (None: all)."),
            Param("keepdims", "bool", False, doc="Keep reduced axes with length 1."),
@@ -142,11 +144,68 @@ def _triton_reduction(name, fn):
     return run
 
 
-def _reduction(name, fn, grad, aliases=(), low=-1.0, high=1.0):
+def sparse_sum(value: CSR | RowSparse, p, mean: bool = False) -> torch.Tensor:
+    """The dense sum (``mean``: the mean) of a csr or row_sparse ``value`` over the axes of
+    ``p`` (``axis``, ``keepdims``, ``exclude``), reading only the stored values.
+
+    >>> import torch
+    >>> from symgraph.attrs import Params
+    >>> v = formats.from_dense(torch.tensor([[0., 2.], [0., 0.], [1., 3.]]), "csr")
+    >>> sparse_sum(v, Params(axis=0, keepdims=False, exclude=False)).tolist()
+    [1.0, 5.0]
+    """
+    shape = tuple(value.shape)
+    axes = reduce_axes(p, len(shape))
+    if not axes:
+        return formats.to_dense(value)
+    if isinstance(value, CSR):
+        value = RowSparse(*_csr_as_rows(value, axes))
+    data = value.data
+    inner = tuple(a for a in axes if a > 0)
+    total = data.sum(dim=inner, keepdim=True) if inner else data
+    if 0 in axes:
+        total = total.sum(0, keepdim=True)
+    else:
+        out = torch.zeros((shape[0], *total.shape[1:]), dtype=total.dtype, device=total.device)
+        total = out.index_copy_(0, value.indices, total)
+    total = total.reshape(reduced_shape(p, shape))
+    if not mean:
+        return total
+    return (total / _count(p, shape)).to(data.dtype)
+
+
+def _csr_as_rows(value: CSR, axes: tuple) -> tuple:
+    """A csr matrix as (data, row indices, shape) of a row_sparse one, for a reduction over
+    ``axes``: rows summed already where the rows are reduced (axis 1)."""
+    rows = formats.csr_rows(value)
+    first = torch.zeros(1, dtype=rows.dtype, device=rows.device)
+    n, m = value.shape
+    if axes == (1,):  # per-row sums, stored for the rows that hold values
+        uniq, pos = torch.unique(rows, sorted=True, return_inverse=True)
+        summed = torch.zeros((uniq.numel(), 1), dtype=value.dtype, device=value.device)
+        return summed.index_add_(0, pos, value.data.unsqueeze(1)), uniq, (n, 1)
+    if axes == (0,):  # one row of column sums
+        cols = torch.zeros((1, m), dtype=value.dtype, device=value.device)
+        cols.index_add_(1, value.indices, value.data.unsqueeze(0))
+        return cols, first, (1, m)
+    return value.data.sum().reshape(1, 1), first, (1, 1)
+
+
+def _sparse_reduction(mean: bool) -> Storage:
+    """sum/mean of a csr or row_sparse array: a dense result from the stored values."""
+    def infer(p, stypes):
+        return ["default"] if stypes[0] != "default" else None
+
+    def forward(p, ins, aux, rt):
+        return (sparse_sum(ins[0], p, mean),)
+    return Storage(infer, forward)
+
+
+def _reduction(name, fn, grad, aliases=(), low=-1.0, high=1.0, storage=None):
     cases = tuple(Case(c.shapes, c.attrs, low=low, high=high) for c in _CASES)
     register(OpDef(name=name, params=_PARAMS, infer_shape=_shape, gradient=grad,
                    prepare=_prepared(fn), kernel=_triton_reduction(name, fn),
-                   aliases=aliases, cases=cases,
+                   aliases=aliases, cases=cases, storage=storage,
                    forward=lambda p, ins, aux, rt: (_apply(fn, p, ins[0]),),
                    doc=f"``{name}`` over the given axes (MXNet 1.x reduce semantics)."))
 
@@ -155,8 +214,9 @@ def _sum(x, axes, keep):
     return torch.sum(x, dim=axes, keepdim=keep)
 
 
-_reduction("sum", _sum, _sum_grad, ("sum_axis",))
-_reduction("mean", lambda x, a, k: torch.mean(x, dim=a, keepdim=k), _mean_grad)
+_reduction("sum", _sum, _sum_grad, ("sum_axis",), storage=_sparse_reduction(False))
+_reduction("mean", lambda x, a, k: torch.mean(x, dim=a, keepdim=k), _mean_grad,
+           storage=_sparse_reduction(True))
 _reduction("max", _amax, _extreme_grad, ("max_axis",))
 _reduction("min", _amin, _extreme_grad, ("min_axis",))
 _reduction("prod", _prod, _prod_grad, low=0.5, high=1.5)

@@ -54,7 +54,8 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, PlanHints, grad_rule, register
+from ..sparse import formats
+from .base import Case, OpDef, PlanHints, Storage, grad_rule, register
 
 # ------------------------------------------------------------------ slice
 
@@ -163,6 +164,35 @@ def triton_backward_slice(p, ins, aux, rt):
     return (scatter(ins[0], shape, starts, steps),)
 
 
+def _slice_storage(p, stypes):
+    """csr in, csr out for unit steps (MXNet's kernel); other steps fall back to dense."""
+    if stypes[0] == "csr" and all(s in (None, 1) for s in (p.step or ())):
+        return ["csr"]
+    return None
+
+
+def _csr_block(value: formats.CSR, rows: tuple[int, int], cols: tuple[int, int]):
+    """The block ``value[rows[0]:rows[1], cols[0]:cols[1]]`` of a csr matrix, as csr."""
+    (r0, r1), (c0, c1) = rows, cols
+    lo, hi = int(value.indptr[r0]), int(value.indptr[r1])
+    data, idx = value.data[lo:hi], value.indices[lo:hi]
+    indptr = value.indptr[r0:r1 + 1] - lo
+    if (c0, c1) != (0, value.shape[1]):  # keep the columns in range, recount each row
+        keep = (idx >= c0) & (idx < c1)
+        owner = torch.repeat_interleave(torch.arange(r1 - r0, device=idx.device),
+                                        indptr[1:] - indptr[:-1], output_size=hi - lo)
+        indptr = torch.zeros(r1 - r0 + 1, dtype=formats.INDEX, device=idx.device)
+        indptr[1:] = torch.bincount(owner[keep], minlength=r1 - r0).cumsum(0)
+        data, idx = data[keep], idx[keep] - c0
+    return formats.CSR(data.clone(), idx.clone(), indptr.clone(), (r1 - r0, c1 - c0))
+
+
+def _slice_csr(p, ins, aux, rt):
+    value = ins[0]
+    (r0, r1, _), (c0, c1, _) = slice_ranges(p, tuple(value.shape))
+    return (_csr_block(value, (r0, r1), (c0, c1)),)
+
+
 _SLICE_PARAMS = (
     Param("begin", "shape_with_none", doc="Start index per axis (None: from the edge)."),
     Param("end", "shape_with_none", doc="End index per axis, exclusive (None: to edge)."),
@@ -171,7 +201,7 @@ _SLICE_PARAMS = (
 register(OpDef(
     name="slice", aliases=("crop",), params=_SLICE_PARAMS, infer_shape=_slice_shape,
     forward=lambda p, ins, aux, rt: (_gather(ins[0], slice_ranges(p, tuple(ins[0].shape))),),
-    kernel=triton_slice,
+    kernel=triton_slice, storage=Storage(_slice_storage, _slice_csr),
     gradient=lambda g, p, ins, outs, og: [g.op("_backward_slice", og[0], ins[0], begin=p.begin,
                                                end=p.end, step=p.step)],
     cases=(Case(((3, 4, 5),), {"begin": (0, 1), "end": (2, 3)}),

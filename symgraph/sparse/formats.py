@@ -315,3 +315,31 @@ def _check_csr(v: CSR, full: bool) -> None:
         step_ok = (idx[1:] > idx[:-1]) | (same_row[1:] != same_row[:-1])
         if not bool(step_ok.all()):
             raise SparseFormatError("csr column indices of a row are not ascending and unique")
+
+
+# ---------------------------------------------------------------- csr rows
+
+def csr_take_rows(value: CSR, rows: torch.Tensor) -> CSR:
+    """The csr matrix whose row ``i`` is row ``rows[i]`` of ``value`` (any order, repeats
+    allowed): a batch of a csr data set, or its rows shuffled.
+
+    >>> m = from_dense(torch.tensor([[0., 1.], [2., 0.], [0., 3.]]), "csr")
+    >>> to_dense(csr_take_rows(m, torch.tensor([2, 0, 2]))).tolist()
+    [[0.0, 3.0], [0.0, 1.0], [0.0, 3.0]]
+    """
+    rows = rows.to(device=value.indptr.device, dtype=INDEX).reshape(-1)
+    # index_select, not advanced indexing: the latter is ~1000x slower on a busy CPU
+    starts = value.indptr.index_select(0, rows)
+    counts = value.indptr.index_select(0, rows + 1) - starts
+    indptr = torch.zeros(rows.numel() + 1, dtype=INDEX, device=value.indptr.device)
+    indptr[1:] = torch.cumsum(counts, 0)
+    nnz = int(indptr[-1])
+    # the source position of every output value: its rank plus its row's shift (source
+    # start - output start), spread by a cumsum of the shifts' steps placed at the row
+    # starts (repeat_interleave is ~1000x slower on a busy CPU); empty rows add no step
+    shift = starts - indptr[:-1]
+    steps = torch.zeros(nnz + 1, dtype=INDEX, device=indptr.device).index_add_(
+        0, indptr[:-1], torch.diff(shift, prepend=shift.new_zeros(1)))
+    pos = torch.arange(nnz, dtype=INDEX, device=indptr.device) + torch.cumsum(steps[:nnz], 0)
+    return CSR(value.data.index_select(0, pos), value.indices.index_select(0, pos), indptr,
+               (rows.numel(), value.shape[1]))

@@ -26,6 +26,7 @@ OPS = {
     "LayerNorm": ("_backward_LayerNorm",), "L2Normalization": (),
     "BatchNorm": ("_backward_BatchNorm",),
     "sum": (), "mean": (), "max": (), "min": (), "prod": (), "argmax": (), "argmin": (),
+    "_square_sum": ("_backward_square_sum",),
 }
 CASES = [pytest.param(name, case, id=f"{name}-{i}")
          for name in OPS for i, case in enumerate(get_op(name).cases)]
