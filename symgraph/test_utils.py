@@ -4,7 +4,8 @@ Comparisons (``assert_almost_equal`` with MXNet's per-dtype tolerances and misma
 symbol checks (forward, backward, finite differences, consistency across contexts and
 dtypes), random data, statistical checks of random generators, and data helpers that never
 download: datasets are read from ``./data`` when present, otherwise a clear MXNetError says
-that downloads are disabled. Sparse storage raises UnsupportedError.
+that downloads are disabled. Sparse helpers (random csr/row_sparse arrays) are in
+:mod:`symgraph.test_utils_sparse`.
 
 >>> import numpy as np, symgraph as mx
 >>> mx.test_utils.assert_almost_equal(np.ones(3), np.ones(3) + 1e-9)
@@ -42,6 +43,16 @@ from .io import DataIter
 from .ndarray import NDArray, array
 from .runtime import Features
 from .symbol import Symbol
+from .test_utils_sparse import (  # noqa: F401 - MXNet's names
+    _get_powerlaw_dataset_csr,
+    _get_uniform_dataset_csr,
+    _validate_csr_generation_inputs,
+    assign_each,
+    create_sparse_array,
+    create_sparse_array_zd,
+    rand_sparse_ndarray,
+    shuffle_csr_column_indices,
+)
 from .util import get_cuda_compute_capability, getenv, setenv, use_np  # noqa: F401
 
 
@@ -231,34 +242,21 @@ def rand_coord_2d(x_low, x_high, y_low, y_high) -> tuple:
 
 def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
                  shuffle_csr_indices=False, distribution=None, ctx=None) -> NDArray:
-    """A standard normal NDArray (float32 unless ``dtype``); sparse ``stype`` is unsupported.
+    """A random NDArray: standard normal values for ``stype='default'`` (float32 unless
+    ``dtype``), else a random sparse array (:func:`rand_sparse_ndarray`).
 
     >>> rand_ndarray((2, 3)).shape
     (2, 3)
+    >>> rand_ndarray((4, 5), 'csr', density=0.5).stype
+    'csr'
     """
-    if stype != "default":
-        rand_sparse_ndarray(shape, stype)
-    return mx.nd.array(random_arrays(shape), dtype=dtype, ctx=ctx or default_context())
-
-
-def _no_sparse(shape=None, stype="csr", *args, **kwargs):
-    """Sparse storage is not supported: raises UnsupportedError."""
-    raise unsupported(f"sparse storage (stype={stype!r})", _SPARSE)
-
-
-# MXNet's sparse helpers; symgraph arrays are dense
-rand_sparse_ndarray = create_sparse_array = create_sparse_array_zd = _no_sparse
-shuffle_csr_column_indices = _no_sparse
-
-
-def assign_each(the_input, function) -> np.ndarray:
-    """``function`` applied to every element (float64 result; a copy if ``function`` is None).
-    """
-    if function is None:
-        return np.array(the_input)
-    out = np.zeros(np.shape(the_input))
-    out.flat[:] = [function(v) for v in np.asarray(the_input).flat]
-    return out
+    ctx = ctx or default_context()
+    if stype == "default":
+        return mx.nd.array(random_arrays(shape), dtype=dtype, ctx=ctx)
+    arr, _ = rand_sparse_ndarray(shape, stype, density=density, modifier_func=modifier_func,
+                                 dtype=dtype, shuffle_csr_indices=shuffle_csr_indices,
+                                 distribution=distribution, ctx=ctx)
+    return arr
 
 
 def assign_each2(input1, input2, function) -> np.ndarray:
@@ -667,7 +665,7 @@ def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_trai
                 bumped.flat[i] += step
                 executor.arg_dict[k][:] = array(bumped, dtype=dtype)
                 for key, val in (aux_states or {}).items():
-                    executor.aux_dict[key][:] = val
+                    executor.aux_dict[key][:] = array(val, dtype=dtype)
                 executor.forward(is_train=use_forward_train)
                 sums.append(executor.outputs[0].asnumpy())
             grads[k].flat[i] = (sums[0] - sums[1]).sum() / eps
@@ -701,6 +699,16 @@ def _check_grads(name: str, req: str, got, want, before, checks: tuple):
         raise ValueError(f"Invalid grad_req {req} for argument {name}")
 
 
+def _sparse_grads(grads: dict, before: dict, stypes: dict | None) -> None:
+    """Replace the gradient arrays named in ``stypes`` by empty sparse arrays of that storage
+    type (MXNet's ``grad_stype_dict``/``grad_stypes``); their starting value is then zero."""
+    for name, stype in (stypes or {}).items():
+        if name in grads and stype not in (None, "default"):
+            g = grads[name]
+            grads[name] = mx.nd.zeros(g.shape, g.context, g.dtype, stype)
+            before[name] = np.zeros(g.shape)
+
+
 def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rtol=None,
                            atol=None, grad_nodes=None, use_forward_train=True, ctx=None,
                            grad_stype_dict=None, dtype=np.float32) -> None:
@@ -709,10 +717,10 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
     The output is multiplied by a random projection (elements in [0.1, 1.1)) so one scalar,
     ``sum(proj * sym)``, is differentiated. ``grad_nodes`` lists the arguments to check (or
     maps them to a grad_req); ``numeric_eps`` defaults per dtype (:func:`default_numeric_eps`).
+    ``location`` may hold sparse arrays (perturbed in their storage type) and
+    ``grad_stype_dict`` names arguments whose gradient array is sparse.
     """
     assert dtype in (np.float16, np.float32, np.float64)
-    if grad_stype_dict and any(v != "default" for v in grad_stype_dict.values()):
-        raise unsupported("sparse gradients (grad_stype_dict)", _SPARSE)
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     location_npy = {k: v.asnumpy() for k, v in location.items()}
@@ -720,19 +728,20 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
     aux_npy = None if aux_states is None else {k: v.asnumpy() for k, v in aux_states.items()}
     grad_nodes, grad_req = _grad_reqs(sym, grad_nodes)
     _, out_shapes, _ = sym.infer_shape(**{k: v.shape for k, v in location.items()})
-    out = sym * mx.sym.Variable("__random_proj")  # MXNet wraps it in make_loss: head grad 1
+    out = mx.sym.make_loss(sym * mx.sym.Variable("__random_proj"))  # head gradient 1
     proj = np.random.rand(*out_shapes[0]) + 0.1
     args = dict(location, __random_proj=array(proj, ctx=ctx, dtype=dtype))
     grads_npy = {k: np.random.normal(0, 0.01, size=args[k].shape) for k in grad_nodes}
     grads_npy["__random_proj"] = np.random.normal(0, 0.01, size=out_shapes[0])
     grads = {k: array(v, ctx=ctx, dtype=dtype) for k, v in grads_npy.items()}
+    _sparse_grads(grads, grads_npy, grad_stype_dict)
     executor = out.bind(ctx, grad_req=grad_req, args=args, args_grad=grads,
                         aux_states=aux_states)
     executor.forward(is_train=True)
     eps = get_tolerance(executor.outputs[0], numeric_eps, default_numeric_eps())
     if dtype in (np.float32, np.float16):  # small steps need high precision
         assert eps >= 1e-5
-    executor.backward([mx.nd.ones(out_shapes[0], ctx=ctx, dtype=dtype)])
+    executor.backward()
     numeric = numeric_grad(executor, location_npy, aux_npy, eps=eps,
                            use_forward_train=use_forward_train, dtype=dtype)
     for name in grad_nodes:
@@ -773,10 +782,9 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     """Run forward(is_train=True) and backward(``out_grads``); compare the gradients with
     ``expected`` (list in argument order or dict by name) according to ``grad_req``.
     Gradient arrays start with random values, so 'add' and 'null' are checked too.
+    ``grad_stypes`` names arguments whose gradient array is sparse (compared densely).
     Returns the gradient NDArrays by name."""
     assert dtype == "asnumpy" or dtype in (np.float16, np.float32, np.float64)
-    if grad_stypes and any(v not in (None, "default") for v in grad_stypes.values()):
-        raise unsupported("sparse gradients (grad_stypes)", _SPARSE)
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     aux_states = _parse_aux_states(sym, aux_states, ctx, dtype)
@@ -785,6 +793,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     before = {k: np.random.normal(size=v.shape) for k, v in sorted(expected.items())}
     grads = {k: array(v, ctx=ctx, dtype=expected[k].dtype if dtype == "asnumpy" else dtype)
              for k, v in before.items()}
+    _sparse_grads(grads, before, grad_stypes)
     if isinstance(grad_req, str):
         grad_req = dict.fromkeys(sym.list_arguments(), grad_req)
     elif isinstance(grad_req, (list, tuple)):
@@ -949,23 +958,32 @@ def _consistency_backward(exes, gt, gt_idx, dtypes, names, checks) -> None:
 
 # --- optimizers and Gluon ------------------------------------------------------------------
 
-def _uniform_pair(shape, dtype, stype: str):
-    if stype != "default":
-        raise unsupported(f"sparse storage (stype={stype!r})", _SPARSE)
-    a = mx.nd.random.uniform(shape=shape, ctx=default_context(), dtype=dtype)
-    return a.copyto(default_context()), a
+def _uniform_pair(shape, dtype, stype: str, density=None):
+    """(opt1's dense array, opt2's array of ``stype``) holding the same random values:
+    uniform for ``'default'``, :func:`rand_ndarray` for a sparse ``stype`` (``density``:
+    1 for weights, which MXNet's sparse updates need whole)."""
+    ctx = default_context()
+    if stype == "default":
+        a = mx.nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
+        return a.copyto(ctx), a
+    if stype not in ("row_sparse", "csr"):
+        raise ValueError(f"compare_optimizer: storage type {stype!r} not supported")
+    a = rand_ndarray(shape, stype, density=density, dtype=dtype)
+    return a.copyto(ctx).tostype("default"), a
 
 
 def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="default",
                       rtol=1e-4, atol=1e-5, compare_states=True, ntensors=1) -> None:
     """Check that two optimizers make the same update (and states) from the same random
-    weight and gradient; with a list of shapes ``opt2`` updates ``ntensors`` at once."""
+    weight and gradient; with a list of shapes ``opt2`` updates ``ntensors`` at once.
+    ``w_stype``/``g_stype`` give ``opt2``'s weight and gradient a sparse storage type
+    (``opt1`` gets dense copies): a whole row_sparse/csr weight, a random-density gradient."""
     if isinstance(shape, list):
         _compare_multi_tensor(opt1, opt2, shape, dtype, (rtol, atol, compare_states), ntensors)
         return
     assert ntensors == 1
-    (w1, w2), (g1, g2) = _uniform_pair(shape, dtype, w_stype), _uniform_pair(shape, dtype,
-                                                                               g_stype)
+    w1, w2 = _uniform_pair(shape, dtype, w_stype, density=1)
+    g1, g2 = _uniform_pair(shape, dtype, g_stype)
     state1 = opt1.create_state_multi_precision(0, w1)
     state2 = opt2.create_state_multi_precision(0, w2)
     if compare_states:

@@ -232,17 +232,15 @@ def test_random_shapes_match_mxnet_draws():
     assert 0 <= x < 5 and 10 <= y < 20
 
 
-def test_rand_ndarray_dense_only():
+def test_rand_ndarray_every_storage_type():
     a = tu.rand_ndarray((2, 3))
     assert isinstance(a, mx.nd.NDArray) and a.shape == (2, 3) and a.dtype == np.float32
     assert tu.rand_ndarray((2,), dtype="float64").dtype == np.float64
-    for call in (lambda: tu.rand_ndarray((2, 2), stype="csr"),
-                 lambda: tu.rand_sparse_ndarray((2, 2), "row_sparse"),
-                 lambda: tu.create_sparse_array((2, 2), "csr"),
-                 lambda: tu.create_sparse_array_zd((2, 2), "row_sparse", 0.5),
-                 lambda: tu.shuffle_csr_column_indices(None)):
-        with pytest.raises(UnsupportedError, match="sparse storage"):
-            call()
+    csr = tu.rand_ndarray((4, 5), stype="csr", density=0.5)
+    rsp, (values, rows) = tu.rand_sparse_ndarray((6, 2), "row_sparse", density=1.0)
+    assert csr.stype == "csr" and csr.shape == (4, 5)
+    assert rsp.stype == "row_sparse" and rows.tolist() == list(range(6))
+    np.testing.assert_allclose(rsp.asnumpy(), values)
 
 
 def test_array_helpers():
@@ -328,8 +326,9 @@ def test_check_symbolic_backward_partial_expectations():
     a, b, g = np.random.rand(2, 2), np.random.rand(2, 2), np.random.rand(2, 2)
     tu.check_symbolic_backward(X * Y, {"x": a, "y": b}, [g], {"x": g * b},
                                grad_req={"x": "write", "y": "null"})
-    with pytest.raises(UnsupportedError):
-        tu.check_symbolic_backward(X * Y, [a, b], [g], [g * b, g * a], grad_stypes={"x": "csr"})
+    grads = tu.check_symbolic_backward(X * Y, [a, b], [g], [g * b, g * a],
+                                       grad_stypes={"x": "row_sparse"})
+    assert grads["x"].stype == "row_sparse"
 
 
 def test_check_consistency_across_dtypes():
@@ -370,9 +369,8 @@ def test_compare_optimizer():
     with pytest.raises(AssertionError):
         tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1),
                              mx.optimizer.SGD(learning_rate=0.2), (3,), np.float32)
-    with pytest.raises(UnsupportedError):
-        tu.compare_optimizer(mx.optimizer.SGD(), mx.optimizer.SGD(), (3,), np.float32,
-                             w_stype="row_sparse")
+    tu.compare_optimizer(mx.optimizer.SGD(**sgd), mx.optimizer.SGD(**sgd), (5, 3), np.float32,
+                         w_stype="row_sparse", g_stype="row_sparse")
     tu.compare_ndarray_tuple((mx.nd.ones(2), None), (np.ones(2), mx.nd.zeros(1)))
     tu.compare_ndarray_tuple(None, mx.nd.ones(1))
 

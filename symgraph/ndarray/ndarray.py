@@ -265,6 +265,9 @@ class NDArray:
             if other.shape != self.shape:
                 raise ShapeError(f"copyto: shape mismatch, source {self.shape}, "
                                  f"target {other.shape}")
+            if other._is_sparse:  # its value is replaced (cast to its storage and dtype)
+                other._assign(self._t)
+                return other
             other._t.copy_(self._t)
             return other
         if isinstance(other, Context):
@@ -400,6 +403,9 @@ class NDArray:
             out = rec.binary(name, self, other, reflected)
             if out is not None:
                 return out
+        if isinstance(other, NDArray) and other._is_sparse:
+            from .sparse_array import binary_op  # the operator's storage rule decides
+            return binary_op(name, self, other, reflected)
         if isinstance(other, NDArray):
             if other._t.device != self._t.device:
                 raise MXNetError(f"{name}: operands are on different contexts, "

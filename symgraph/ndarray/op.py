@@ -136,6 +136,8 @@ def _binary_function(name: str) -> Callable:
     op, summary = BINARY_DOCS[name]
 
     def fn(lhs, rhs):
+        if getattr(lhs, "_is_sparse", False) or getattr(rhs, "_is_sparse", False):
+            return _sparse_binary(op, lhs, rhs)  # MXNet's broadcast/scalar operators
         if isinstance(lhs, NDArray):
             return lhs._binary(op, rhs)
         if isinstance(rhs, NDArray):
@@ -147,6 +149,14 @@ def _binary_function(name: str) -> Callable:
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = _BINARY_TEMPLATE.format(summary=summary, name=name)
     return fn
+
+
+def _sparse_binary(op: str, lhs, rhs) -> NDArray:
+    """``nd.<binary>`` with a sparse operand: the registered operator MXNet calls."""
+    from .sparse_array import binary_op
+    if isinstance(lhs, NDArray):
+        return binary_op(op, lhs, rhs)
+    return binary_op(op, rhs, lhs, reflected=True)
 
 
 exp = _unary_function("exp")
@@ -197,22 +207,6 @@ def clip(data: NDArray, a_min, a_max) -> NDArray:
     array([2., 5., 6.], dtype=float32)
     """
     return _check_nd("clip", "data", data).clip(a_min, a_max)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def reshape(data: NDArray, shape, reverse: bool = False) -> NDArray:
@@ -320,7 +314,6 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False,
     return NDArray(_math.dot(a._t, b._t, transpose_a, transpose_b))
 
 
-
 # functions written here whose autograd recording is the registered operator's
 _RECORDED_AS = {"concat": "Concat", "stack": "stack", "dot": "dot", "clip": "clip",
                 "reshape": "Reshape", "transpose": "transpose"}
@@ -329,14 +322,17 @@ _RECORDED_AS = {"concat": "Concat", "stack": "stack", "dot": "dot", "clip": "cli
 def _imperative(fn: Callable) -> Callable:
     """MXNet's keywords on a function written here: ``out=`` (the result is written into
     it, and it is returned) and ``name=`` (ignored imperatively). Under ``record()`` the
-    call runs as the registered operator, so it is differentiated."""
+    call runs as the registered operator, so it is differentiated; so does a call on sparse
+    arrays, so the operator's storage rule applies."""
     registered = _RECORDED_AS.get(fn.__name__)
 
     def call(*args, out=None, name=None, **kwargs):
         rec = hooks.STATE.recorder
-        if registered and rec is not None and \
-                rec.tracks(*[a for a in args if isinstance(a, NDArray)]):
-            return invoke(registered, args, kwargs, out)
+        arrays = [a for a in args if isinstance(a, NDArray)]
+        if registered and (any(a._is_sparse for a in arrays) or
+                           kwargs.get("forward_stype") not in (None, "default") or
+                           (rec is not None and rec.tracks(*arrays))):
+            return invoke(registered, args, kwargs, out)  # sparse: the op's storage rule
         result = fn(*args, **kwargs)
         return result if out is None else write_out(result, out)
 

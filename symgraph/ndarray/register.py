@@ -134,11 +134,12 @@ def _infer(op: OpDef, p, called: str, shapes: tuple) -> list:
 def _device(arrays: list[NDArray], ctx) -> tuple[Context, torch.device]:
     if arrays:
         first = arrays[0].context
+        device = value_of(arrays[0]).device  # a sparse array's value, never its dense copy
         for a in arrays[1:]:
-            if a._t.device != arrays[0]._t.device:
+            if value_of(a).device != device:
                 raise MXNetError(f"operands are on different contexts: {first} and "
                                  f"{a.context}")
-        return first, arrays[0]._t.device
+        return first, device
     ctx = _context(ctx) if isinstance(ctx, str) else (ctx or current_context())
     return ctx, ctx.torch_device
 
@@ -174,11 +175,20 @@ def invoke(called: str, args: tuple, kwargs: dict, out=None):
         rec = hooks.STATE.recorder
         if rec is not None and rec.tracks(*inputs):
             results = rec.apply_op(called, attrs, inputs, len(op.input_names(p)))
-        elif op.storage is not None or any(a._is_sparse for a in inputs):
+        elif any(a._is_sparse for a in inputs) or _sparse_from_dense(op, p, len(inputs)):
             results = _run_storage(op, p, called, inputs, context)
         else:
             results = _run(op, p, called, inputs, context, device)
     return _deliver(results, out)
+
+
+def _sparse_from_dense(op: OpDef, p, n: int) -> bool:
+    """Whether the op's storage rule makes a sparse output from dense inputs (cast_storage
+    to csr, ...): only then does a call on dense arrays leave the dense path."""
+    if op.storage is None:
+        return False
+    outs = op.storage.infer(p, ["default"] * n)
+    return outs is not None and any(s != "default" for s in outs)
 
 
 def _mark_written(p, inputs: list[NDArray], out):

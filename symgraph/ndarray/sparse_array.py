@@ -9,6 +9,7 @@ replaces its value (:meth:`BaseSparseNDArray._assign`); nothing writes through `
 """
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -219,18 +220,46 @@ class BaseSparseNDArray(NDArray):
         from . import sparse
         fn = {"add": sparse.add, "sub": sparse.subtract, "mul": sparse.multiply,
               "div": sparse.divide}.get(name)
-        if fn is None:  # comparisons, pow, mod: MXNet's dense operators (fallback)
-            return NDArray._binary(self, name, other, reflected)
-        return fn(other, self) if reflected else fn(self, other)
+        if fn is None or reflected:  # MXNet's sparse classes override +-*/ only
+            return binary_op(name, self, other, reflected)
+        return fn(self, other)
 
     def _inplace(self, name: str, other) -> NDArray:
         result = self._binary(name, other)
         assign(self, result._value if result._is_sparse else result._t)
         return self
 
+    def _unary(self, name: str) -> NDArray:
+        """An elementwise operator (``sqrt``, ``abs``...) through its storage rule."""
+        from .register import invoke
+        return invoke(name, (self,), {})
+
+    def clip(self, a_min, a_max) -> NDArray:
+        """``clip`` through its storage rule (sparse stays sparse)."""
+        from .register import invoke
+        return invoke("clip", (self,), {"a_min": a_min, "a_max": a_max})
+
+    def _reduce(self, name: str, axis, keepdims, exclude) -> NDArray:
+        """``sum``/``mean``/``max``... through the operator's storage rule (MXNet has sparse
+        kernels for some: they never densify the array)."""
+        from .register import invoke
+        return invoke(name, (self,), {"axis": axis, "keepdims": bool(keepdims),
+                                      "exclude": bool(exclude)})
+
+    def norm(self, ord=2, axis=None, out_dtype=None, keepdims=False) -> NDArray:
+        """``norm`` through its storage rule."""
+        from .register import invoke
+        return invoke("norm", (self,), {"ord": ord, "axis": axis, "out_dtype": out_dtype,
+                                        "keepdims": bool(keepdims)})
+
+    def ones_like(self) -> NDArray:
+        """A dense array of ones of this shape and dtype (MXNet's ``ones_like`` is dense)."""
+        v = self._value
+        return wrap(torch.ones(v.shape, dtype=v.dtype, device=v.device), self._ctx)
+
     def __neg__(self) -> NDArray:
         from .register import invoke
-        return invoke("negative", (self,), {})
+        return invoke("_mul_scalar", (self,), {"scalar": -1.0})  # as MXNet's NDArray.__neg__
 
     # pickling: MXNet's record of the array (symgraph.ndarray.io)
     def __reduce__(self):
@@ -333,6 +362,48 @@ class RowSparseNDArray(BaseSparseNDArray):
 
 
 _CLASSES = {"row_sparse": RowSparseNDArray, "csr": CSRNDArray}
+
+# MXNet's NDArray operators: (op on two arrays, op on array and scalar, op when the scalar is
+# the left operand; None: the array-scalar op serves both)
+_BINARY_OPS = {
+    "add": ("broadcast_add", "_plus_scalar", None),
+    "sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+    "mul": ("broadcast_mul", "_mul_scalar", None),
+    "div": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
+    "mod": ("broadcast_mod", "_mod_scalar", "_rmod_scalar"),
+    "pow": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
+    "maximum": ("broadcast_maximum", "_maximum_scalar", None),
+    "minimum": ("broadcast_minimum", "_minimum_scalar", None),
+    "eq": ("broadcast_equal", "_equal_scalar", None),
+    "ne": ("broadcast_not_equal", "_not_equal_scalar", None),
+    "gt": ("broadcast_greater", "_greater_scalar", "_lesser_scalar"),
+    "ge": ("broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar"),
+    "lt": ("broadcast_lesser", "_lesser_scalar", "_greater_scalar"),
+    "le": ("broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar"),
+}
+
+
+def binary_op(name: str, array: NDArray, other, reflected: bool = False) -> NDArray:
+    """``array <name> other`` (``other <name> array`` when ``reflected``) with a sparse
+    operand, through the registered operator MXNet's NDArray uses, so its storage rule
+    decides the result's storage type (``1 == rsp`` stays row_sparse, ``0 == rsp`` is dense).
+
+    >>> import symgraph as mx
+    >>> rsp = mx.nd.array([[0, 1], [0, 0]]).tostype('row_sparse')
+    >>> binary_op("eq", rsp, 1).stype, binary_op("eq", rsp, 0).stype
+    ('row_sparse', 'default')
+    >>> binary_op("sub", rsp, 1, reflected=True).asnumpy().tolist()  # 1 - rsp
+    [[1.0, 0.0], [1.0, 1.0]]
+    """
+    from .register import invoke
+    on_arrays, on_scalar, scalar_first = _BINARY_OPS[name]
+    if isinstance(other, NDArray):
+        lhs, rhs = (other, array) if reflected else (array, other)
+        return invoke(on_arrays, (lhs, rhs), {})
+    if not isinstance(other, numbers.Number):
+        raise TypeError(f"type {type(other)} not supported")
+    op = scalar_first if reflected and scalar_first is not None else on_scalar
+    return invoke(op, (array,), {"scalar": float(other)})
 
 
 def wrap(value, ctx: Context | None = None) -> NDArray:

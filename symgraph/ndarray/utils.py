@@ -58,6 +58,9 @@ def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
     >>> nd.array(nd.array([1, 2], dtype='int32')).dtype
     <class 'numpy.int32'>
     """
+    if getattr(source_array, "_is_sparse", False) or hasattr(source_array, "tocsr"):
+        from . import sparse  # MXNet: a sparse source (or scipy matrix) stays sparse
+        return sparse.array(source_array, ctx=ctx, dtype=dtype)
     device = _device(ctx)
     if isinstance(source_array, (NDArray, torch.Tensor)):
         src = source_array._t if isinstance(source_array, NDArray) else source_array
@@ -76,13 +79,19 @@ def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
     return _on(NDArray(torch.from_numpy(data).to(device=device, dtype=target)), ctx)
 
 
-def empty(shape, ctx: Context | None = None, dtype=None) -> NDArray:
-    """An uninitialised array of ``shape`` (float32 by default).
+def empty(shape, ctx: Context | None = None, dtype=None, stype: str | None = None) -> NDArray:
+    """An uninitialised array of ``shape`` (float32 by default); a sparse ``stype`` gives an
+    array with nothing stored.
 
     >>> from symgraph import ndarray as nd
     >>> nd.empty((2, 3)).shape
     (2, 3)
+    >>> nd.empty((2, 3), stype='csr').stype
+    'csr'
     """
+    if stype not in (None, "default"):
+        from . import sparse
+        return sparse.empty(stype, shape, ctx=ctx, dtype=dtype)
     return _on(NDArray(torch.empty(_shape(shape), dtype=to_torch_dtype(dtype),
                               device=_device(ctx))), ctx)
 
@@ -103,21 +112,22 @@ def _filled(shape, ctx, dtype, value: float, out: NDArray | None) -> NDArray:
                                   device=_device(ctx))), ctx)
 
 
-def zeros(shape, ctx: Context | None = None, dtype=None, out: NDArray | None = None,
-          **kwargs) -> NDArray:
-    """An array of zeros (float32 by default); ``shape`` may be an int.
+def zeros(shape, ctx: Context | None = None, dtype=None, stype: str | None = None, *,
+          out: NDArray | None = None, **kwargs) -> NDArray:
+    """An array of zeros (float32 by default); ``shape`` may be an int; a sparse ``stype``
+    gives an array with nothing stored (:func:`symgraph.ndarray.sparse.zeros`).
 
     >>> from symgraph import ndarray as nd
     >>> nd.zeros(3, dtype='int32')
     <BLANKLINE>
     [0 0 0]
     <NDArray 3 @cpu(0)>
+    >>> nd.zeros((4, 2), stype='row_sparse').indices.shape
+    (0,)
     """
-    stype = kwargs.get("stype")
     if stype not in (None, "default"):
-        from ..base import unsupported
-        raise unsupported(f"nd.zeros(stype={stype!r})", "sparse storage is not implemented; "
-                          "symgraph arrays are dense")
+        from . import sparse
+        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype, out=out)
     if _profiler.ACTIVE.imperative:
         return _profiler.call_imperative("_zeros", _filled, shape, ctx, dtype, 0, out)
     return _filled(shape, ctx, dtype, 0, out)
@@ -185,7 +195,7 @@ def arange(start, stop=None, step=1.0, repeat: int = 1, infer_range=None,
     values = _math.scalar_like(start, ref) + index * _math.scalar_like(step, ref)
     if repeat != 1:
         values = values.repeat_interleave(int(repeat))
-    return NDArray(values)
+    return _on(NDArray(values), ctx)
 
 
 def waitall() -> None:

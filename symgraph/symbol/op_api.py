@@ -44,7 +44,9 @@ def invoke(called: str, args: list, kwargs: dict, name: str | None = None,
     """Create the node for op ``called`` (a name or alias) and return its outputs as a Symbol;
     an unnamed node is named after ``hint`` (the function's name; default ``called``)."""
     op = get_op(called)
-    args, kwargs = _positional_params(op, called, list(args), dict(kwargs))
+    kwargs = dict(kwargs)
+    kwargs.pop("out", None)  # MXNet's symbol functions accept ``out=`` and ignore it
+    args, kwargs = _positional_params(op, called, list(args), kwargs)
     sym_kwargs, attrs = _split_kwargs(op, kwargs)
     positional = [a for a in args if a is not None]
     if op.key_var_num_args and op.key_var_num_args not in attrs:
