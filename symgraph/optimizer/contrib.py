@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..ndarray import zeros as _nd_zeros
 from . import fields as f
 from .optimizer import Optimizer, register
+from .sparse import has_sparse, run_densely, sparse_update
 
 __all__ = ["GroupAdaGrad"]
 
@@ -32,6 +33,7 @@ class GroupAdaGrad(Optimizer):
     """
 
     savable_fields = {"float_stable_eps": f.NON_NEGATIVE}
+    sparse_ops = True
 
     def __init__(self, eps: float = 1e-5, **kwargs):
         super().__init__(**kwargs)
@@ -39,12 +41,22 @@ class GroupAdaGrad(Optimizer):
 
     def create_state(self, index, weight):
         assert len(weight.shape) == 2
-        return _nd_zeros((weight.shape[0], 1), weight.context)
+        return _nd_zeros((weight.shape[0], 1), weight.context, stype=weight.stype)
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         assert wd == 0, 'Weight decay is not supported for GroupAdaGrad'
+        if grad.stype == "row_sparse":  # MXNet's contrib.group_adagrad_update
+            sparse_update("_contrib_group_adagrad_update", [weight, grad, state], lr=lr,
+                          epsilon=self.float_stable_eps, rescale_grad=self.rescale_grad,
+                          clip_gradient=self.clip_gradient or None)
+        elif has_sparse(weight, state):
+            run_densely(lambda w, g, s: self._dense(lr, w, g, s), weight, grad, state)
+        else:
+            self._dense(lr, weight, grad, state)
+
+    def _dense(self, lr, weight, grad, state) -> None:
         g = grad._t.float() * self.rescale_grad
         if self.clip_gradient is not None:
             g = g.clamp(-self.clip_gradient, self.clip_gradient)

@@ -15,7 +15,9 @@ import numpy as np
 
 from ..base import AttrError
 from ..ndarray import NDArray
+from ..ndarray.sparse_array import assign, value_of
 from . import fields
+from .sparse import has_sparse, run_densely
 
 
 def _fp16(arr: NDArray) -> bool:
@@ -65,6 +67,8 @@ class Optimizer:
     opt_registry: dict[str, type] = {}
     # the attributes a states file may set (name -> validator; subclasses add theirs)
     savable_fields: dict = fields.OPTIMIZER_FIELDS
+    # whether ``update`` takes sparse arrays (MXNet's update ops); else dense stand-ins
+    sparse_ops = False
 
     def __init__(self, rescale_grad: float = 1.0, param_idx2name: dict | None = None,
                  wd: float = 0.0, clip_gradient: float | None = None,
@@ -156,11 +160,15 @@ class Optimizer:
         raise NotImplementedError()
 
     def update_multi_precision(self, index, weight: NDArray, grad: NDArray, state) -> None:
-        """``update``, through the fp32 master copy for fp16 weights."""
-        if self.multi_precision and _fp16(weight):
+        """``update``, through the fp32 master copy for fp16 weights (sparse arrays: through
+        dense stand-ins unless the optimizer runs MXNet's sparse update ops)."""
+        if not self.sparse_ops and has_sparse(weight, grad, state):
+            run_densely(functools.partial(self.update_multi_precision, index), weight, grad,
+                        state)
+        elif self.multi_precision and _fp16(weight):
             weight_master_copy, original_state = state[0], state[1]
             self.update(index, weight_master_copy, grad.astype(np.float32), original_state)
-            weight._t.copy_(weight_master_copy._t)
+            assign(weight, value_of(weight_master_copy))
         else:
             self.update(index, weight, grad, state)
 

@@ -18,13 +18,14 @@ from ..ndarray import NDArray
 from ..ndarray import zeros as _nd_zeros
 from . import fields as f
 from .optimizer import Optimizer, _fp16, register
+from .sparse import has_sparse, run_densely, sgd_sparse, sparse_update
 
 __all__ = ["SGD", "NAG", "Signum", "Adam", "RMSProp", "AdaGrad", "AdaDelta", "Adamax", "Nadam",
            "Ftrl", "FTML", "LAMB", "ccSGD", "Test"]
 
 
-def _zeros(weight: NDArray, dtype=None) -> NDArray:
-    return _nd_zeros(weight.shape, weight.context, dtype=dtype or weight.dtype)
+def _zeros(weight: NDArray, dtype=None, stype: str = "default") -> NDArray:
+    return _nd_zeros(weight.shape, weight.context, dtype=dtype or weight.dtype, stype=stype)
 
 
 def _bound(clip) -> float:
@@ -191,7 +192,8 @@ class SGD(Optimizer):
     momentum : float
         The momentum (no state when 0).
     lazy_update : bool
-        Accepted for MXNet compatibility (all arrays here are dense).
+        With a row_sparse gradient, update only its rows of the weight and the momentum
+        (the momentum then has the weight's storage type); else every row decays.
 
     Examples
     --------
@@ -203,6 +205,7 @@ class SGD(Optimizer):
     """
 
     savable_fields = {"momentum": f.REAL, "lazy_update": f.boolean, "aggregate_num": f.count}
+    sparse_ops = True
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs):
         super().__init__(**kwargs)
@@ -217,7 +220,9 @@ class SGD(Optimizer):
         return super().create_state_multi_precision(index, weight)
 
     def create_state(self, index, weight):
-        return _zeros(weight) if self.momentum != 0.0 else None
+        if self.momentum == 0.0:
+            return None
+        return _zeros(weight, stype=weight.stype if self.lazy_update else "default")
 
     def _kernel_name(self) -> str:
         return "sgd_mom_update" if self.momentum > 0 else "sgd_update"
@@ -242,6 +247,9 @@ class SGD(Optimizer):
                     self.multi_precision and _fp16(weights[0]))
 
     def _apply(self, weights, grads, states, lrs, wds, multi_precision) -> None:
+        if has_sparse(weights, grads, states):  # MXNet's per-weight sparse ops
+            sgd_sparse(self, weights, grads, states, (lrs, wds), multi_precision)
+            return
         if multi_precision:
             masters = [s[1] for s in states]
             moms = [s[0] for s in states]
@@ -276,7 +284,8 @@ class SGD(Optimizer):
 
     def _prepare_aggregated(self, indices, weights, grads, states):
         if type(self).update_multi_precision is not SGD.update_multi_precision \
-                or _fp16(weights[0]) or not _uniform_states(states):
+                or _fp16(weights[0]) or not _uniform_states(states) \
+                or has_sparse(weights, grads):
             return super()._prepare_aggregated(indices, weights, grads, states)
         return _SGDStep(self, indices, weights, grads, states)
 
@@ -372,7 +381,7 @@ class Signum(Optimizer):
         self.wd_lh = wd_lh
 
     def create_state(self, index, weight):
-        return _zeros(weight) if self.momentum != 0.0 else None
+        return _zeros(weight, stype=weight.stype) if self.momentum != 0.0 else None
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
@@ -402,6 +411,7 @@ class Adam(Optimizer):
 
     savable_fields = {"beta1": f.DECAY, "beta2": f.DECAY, "epsilon": f.NON_NEGATIVE,
                       "lazy_update": f.boolean}
+    sparse_ops = True
 
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, lazy_update: bool = True, **kwargs):
@@ -410,13 +420,20 @@ class Adam(Optimizer):
         self.lazy_update = lazy_update
 
     def create_state(self, index, weight):
-        return (_zeros(weight), _zeros(weight))
+        stype = weight.stype if self.lazy_update else "default"
+        return (_zeros(weight, stype=stype), _zeros(weight, stype=stype))
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         t = self._index_update_count[index]
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        if has_sparse(weight, grad, state):
+            sparse_update("adam_update", [weight, grad, *state], lr=lr, wd=wd,
+                          beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
+                          rescale_grad=self.rescale_grad, clip_gradient=self.clip_gradient or None,
+                          lazy_update=self.lazy_update)
+            return
         hp = _hp(lr=lr, wd=wd, rescale_grad=self.rescale_grad, beta1=self.beta1,
                  beta2=self.beta2, epsilon=self.epsilon,
                  clip_gradient=_bound(self.clip_gradient))
@@ -446,7 +463,7 @@ class RMSProp(Optimizer):
 
     def create_state(self, index, weight):
         count = 3 if self.centered else 1
-        return tuple(_zeros(weight, np.float32) for _ in range(count))
+        return tuple(_zeros(weight, np.float32, weight.stype) for _ in range(count))
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
@@ -470,17 +487,28 @@ class AdaGrad(Optimizer):
     """
 
     savable_fields = {"float_stable_eps": f.NON_NEGATIVE}
+    sparse_ops = True
 
     def __init__(self, eps: float = 1e-7, **kwargs):
         super().__init__(**kwargs)
         self.float_stable_eps = eps
 
     def create_state(self, index, weight):
-        return _zeros(weight, np.float32)
+        return _zeros(weight, np.float32, weight.stype)
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
+        if grad.stype == "row_sparse":  # MXNet's sparse.adagrad_update (wd must be 0)
+            sparse_update("_sparse_adagrad_update", [weight, grad, state], lr=lr, wd=wd,
+                          epsilon=self.float_stable_eps, rescale_grad=self.rescale_grad,
+                          clip_gradient=self.clip_gradient or None)
+        elif has_sparse(weight, state):
+            run_densely(functools.partial(self._dense, lr, wd), weight, grad, state)
+        else:
+            self._dense(lr, wd, weight, grad, state)
+
+    def _dense(self, lr, wd, weight, grad, state) -> None:
         clip = -1.0 if self.clip_gradient is None else float(self.clip_gradient)
         hp = _hp(lr=lr, wd=wd, rescale_grad=self.rescale_grad, epsilon=self.float_stable_eps,
                  clip_gradient=clip)
@@ -612,6 +640,7 @@ class Ftrl(Optimizer):
     """
 
     savable_fields = {"lamda1": f.REAL, "beta": f.NON_NEGATIVE, "lr": f.POSITIVE_LR}  # w / lr
+    sparse_ops = True
 
     def __init__(self, lamda1: float = 0.01, learning_rate: float = 0.1, beta: float = 1,
                  **kwargs):
@@ -620,11 +649,16 @@ class Ftrl(Optimizer):
         self.lr = learning_rate
 
     def create_state(self, index, weight):
-        return (_zeros(weight, np.float32), _zeros(weight, np.float32))
+        return (_zeros(weight, np.float32, weight.stype), _zeros(weight, np.float32, weight.stype))
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
         wd, lr = self._get_wd(index), self._get_lr(index)
+        if has_sparse(weight, grad, state):
+            sparse_update("ftrl_update", [weight, grad, *state], lr=lr, wd=wd,
+                          lamda1=self.lamda1, beta=self.beta, rescale_grad=self.rescale_grad,
+                          clip_gradient=self.clip_gradient or None)
+            return
         g = _clip(self.rescale_grad * grad._t.float(), _bound(self.clip_gradient))
         z, n = state[0]._t, state[1]._t
         w = weight._t.float()

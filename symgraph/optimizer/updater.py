@@ -8,7 +8,6 @@ weights=...)``, as ``Module``, ``Trainer`` and ``KVStore`` do), else at its firs
 """
 from __future__ import annotations
 
-import operator
 import warnings
 from itertools import repeat
 from operator import is_
@@ -261,7 +260,13 @@ optimizer-states blob (MXNet's pickled optimizer states are not read: see docs/c
 
 
 _MAX_PLANS = 64
-_T = operator.attrgetter("_t")
+
+
+def _T(arr: NDArray):
+    """What an array holds: its tensor, or a sparse array's value (never a dense copy)."""
+    return arr._value if arr._is_sparse else arr._t
+
+
 _MISSING = object()
 
 
@@ -308,7 +313,7 @@ def _device_id(weight: NDArray) -> int:
 
 def _by_dtype(indices: list, weights: list, grads: list, states: list) -> list[tuple]:
     """``(indices, weights, grads, states)`` per weight dtype, in first-seen order."""
-    dtypes = [w._t.dtype for w in weights]
+    dtypes = [_T(w).dtype for w in weights]
     if dtypes.count(dtypes[0]) == len(dtypes):
         return [(indices, weights, grads, states)]
     groups: dict = {}
