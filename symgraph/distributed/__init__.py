@@ -22,6 +22,7 @@ from .group import (
     CollectiveMismatch,
     WorkerLost,
     agree,
+    all_gather,
     all_reduce,
     barrier,
     broadcast,
@@ -33,6 +34,6 @@ from .group import (
 )
 from .rendezvous import StoreValueError, host_store
 
-__all__ = ["CollectiveMismatch", "StoreValueError", "WorkerLost", "agree", "all_reduce",
-           "barrier", "broadcast", "fingerprint", "host_store", "num_workers", "one_writer",
-           "rank", "serve_role"]
+__all__ = ["CollectiveMismatch", "StoreValueError", "WorkerLost", "agree", "all_gather",
+           "all_reduce", "barrier", "broadcast", "fingerprint", "host_store", "num_workers",
+           "one_writer", "rank", "serve_role"]

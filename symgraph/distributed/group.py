@@ -176,6 +176,14 @@ def all_reduce(tensor: torch.Tensor, what: str = "all_reduce") -> None:
     _collective(what, lambda: _dist().all_reduce(tensor))
 
 
+def all_gather(tensor: torch.Tensor, what: str = "all_gather") -> list[torch.Tensor]:
+    """Every worker's ``tensor`` (same shape and dtype on all workers), in rank order
+    (after :func:`agree`)."""
+    out = [torch.empty_like(tensor) for _ in range(_join()["size"])]
+    _collective(what, lambda: _dist().all_gather(out, tensor.contiguous()))
+    return out
+
+
 def broadcast(tensor: torch.Tensor, src: int = 0, what: str = "broadcast") -> None:
     """Overwrite ``tensor`` with rank ``src``'s, in place (after :func:`agree`)."""
     _collective(what, lambda: _dist().broadcast(tensor, src))

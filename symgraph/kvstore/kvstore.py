@@ -2,9 +2,10 @@
 
 Internal interface (what the distributed stores override; callers never see it):
 
-- ``_reduce_all([(key, tensors)]) -> [tensor]``: ``_reduce`` of every key of one push;
-- ``_reduce(key, tensors) -> tensor``: sum the device copies of one pushed key (after 2-bit
-  compression when set) onto the merge device;
+- ``_reduce_all([(key, values)]) -> [value]``: ``_reduce`` of every key of one push;
+- ``_reduce(key, values) -> value``: sum the device copies of one pushed key (after 2-bit
+  compression when set) onto the merge device: dense tensors, or row_sparse values
+  (:mod:`symgraph.kvstore.rowsparse`) whose sum is the union of their rows;
 - ``_apply(key, merged)``: run the updater on the stored weight, or store ``merged``;
 - ``_broadcast(key, outs)``: copy the stored value into every output array.
 
@@ -17,10 +18,16 @@ from __future__ import annotations
 import torch
 
 from ..base import MXNetError, ShapeError
+from ..context import context_of
 from ..fileio import atomic_write
 from ..ndarray import NDArray
+from ..ndarray.sparse_array import assign, value_of, wrap
+from ..sparse import formats
+from ..sparse.dispatch import densify
 from .base import KVStoreBase
 from .compression import TwoBitCompression
+from .rowsparse import merge, pulled_rows
+from .rowsparse import sum_dense as _sum
 
 __all__ = ["KVStore", "each_key"]
 
@@ -41,23 +48,6 @@ def _pairs(keys, values, what: str = "value") -> list[tuple]:
         if not isinstance(arr, NDArray):
             raise MXNetError(f"{what} for key {keys} must be NDArrays, got {type(arr).__name__}")
     return [(keys, arrays)]
-
-
-def _sum(tensors: list[torch.Tensor], device: torch.device,
-         out: torch.Tensor | None = None) -> torch.Tensor:
-    """Sum in MXNet's CPU reduction order: ``t0 + (t1 + t2 + t3) + (t4 + ...)`` (into
-    ``out`` when given, else a new tensor)."""
-    if out is None:
-        out = tensors[0].to(device, copy=True)
-    else:
-        out.copy_(tensors[0])
-    for start in range(1, len(tensors), 4):
-        chunk = [t.to(device) for t in tensors[start:start + 4]]
-        part = chunk[0]
-        for t in chunk[1:]:
-            part = part + t
-        out += part
-    return out
 
 
 def each_key(kv, method: str, keys: list, priorities: list | None = None, **arrays) -> None:
@@ -208,7 +198,8 @@ kv.init or kv.broadcast with this key multiple times
             self._key_is_str = key_type  # all or nothing: a failed init changes no state
             raise
         for k, arr in new.items():
-            self._store[k] = arr._t.to(self._home(arr._t), copy=True)
+            value = value_of(arr)
+            self._store[k] = formats.clone(formats.to_device(value, self._home(value)))
 
     def push(self, key, value, priority: int = 0) -> None:
         """Push values: copies of one key (a list, e.g. one per device) are summed.
@@ -231,12 +222,16 @@ kv.init or kv.broadcast with this key multiple times
         """
         pairs = _pairs(key, value)
         self._check_shapes("push", pairs)
-        merged = self._reduce_all([(k, [a._t for a in arrays]) for k, arrays in pairs])
+        merged = self._reduce_all([(k, [value_of(a) for a in arrays]) for k, arrays in pairs])
         for (k, _), m in zip(pairs, merged):
             self._apply(k, m)
 
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
         """Copy the stored values into ``out`` (one NDArray or a list per key).
+
+        Outputs that are not dense are skipped when ``ignore_sparse`` (MXNet's default);
+        otherwise they get the stored value in their own storage type. A row_sparse value
+        pulled into a dense output is densified (use :meth:`row_sparse_pull` for rows).
 
         >>> import symgraph as mx
         >>> kv = mx.kv.create()
@@ -247,7 +242,10 @@ kv.init or kv.broadcast with this key multiple times
         """
         if out is None:
             raise MXNetError("pull needs `out`: the NDArray(s) to copy the stored value into")
-        self._pull_pairs(self._check_shapes("pull", _pairs(key, out, "output")))
+        pairs = self._check_shapes("pull", _pairs(key, out, "output"))
+        if ignore_sparse:
+            pairs = [(k, [a for a in arrays if not a._is_sparse]) for k, arrays in pairs]
+        self._pull_pairs(pairs)
 
     def _check_shapes(self, verb: str, pairs: list[tuple]) -> list[tuple]:
         """``pairs`` after checking that every array has its key's stored shape (MXNet's
@@ -256,7 +254,7 @@ kv.init or kv.broadcast with this key multiple times
         for k, arrays in pairs:
             stored = self._stored(k).shape
             for arr in arrays:
-                if arr._t.shape == stored:
+                if tuple(arr.shape) == tuple(stored):
                     continue
                 if verb == "push":
                     raise ShapeError(f"push of key {k}: the pushed shape {list(arr.shape)} "
@@ -282,7 +280,7 @@ kv.init or kv.broadcast with this key multiple times
         """
         outs = self._check_shapes("pull", _pairs(key, value if out is None else out, "output"))
         self.push(key, value, priority)  # the outputs are checked first: all or nothing
-        self._pull_pairs(outs)
+        self._pull_pairs([(k, [a for a in arrays if not a._is_sparse]) for k, arrays in outs])
 
     def broadcast(self, key, value, out, priority: int = 0) -> None:
         """``init(key, value)`` then ``pull(key, out)`` (so each key is broadcast once).
@@ -298,10 +296,64 @@ kv.init or kv.broadcast with this key multiple times
         self.pull(key, out, priority)
 
     def row_sparse_pull(self, key, out=None, priority: int = 0, row_ids=None) -> None:
-        """Not available: symgraph has no row_sparse storage (use ``pull``)."""
-        raise MXNetError("row_sparse_pull: expected row_sparse storage type for "
-                         "row_sparse_pull values, but symgraph arrays are always 'default' "
-                         "(dense); use pull instead")
+        """Pull only the rows ``row_ids`` of row_sparse keys into row_sparse outputs.
+
+        Each output gets exactly the requested rows of the stored value (zeros where the
+        store has none; no rows when the stored value has none), as a row_sparse array.
+        ``row_ids`` is one NDArray per output (any shape and order, duplicates allowed),
+        or a single NDArray for a list of outputs of one key: the first output is pulled
+        and copied into the others.
+
+        Parameters
+        ----------
+        key : int, str, or list of int or str
+            The keys (stored as row_sparse).
+        out : RowSparseNDArray, or list (of lists) of RowSparseNDArray
+            The outputs.
+        priority : int, optional
+            Kept for MXNet compatibility.
+        row_ids : NDArray or list of NDArray
+            The rows to pull, one array per output.
+
+        Examples
+        --------
+        >>> import symgraph as mx
+        >>> kv = mx.kv.create()
+        >>> kv.init('e', mx.nd.ones((4, 2)).tostype('row_sparse'))
+        >>> out = mx.nd.sparse.zeros('row_sparse', (4, 2))
+        >>> kv.row_sparse_pull('e', out=out, row_ids=mx.nd.array([3, 1, 3]))
+        >>> out.indices.asnumpy().tolist()
+        [1, 3]
+        """
+        assert out is not None
+        assert row_ids is not None
+        if isinstance(row_ids, NDArray):
+            row_ids = [row_ids]
+        assert isinstance(row_ids, list), "row_ids should be NDArray or list of NDArray"
+        single = len(row_ids) == 1 and isinstance(out, list)
+        pairs = _pairs(key, [out[0]] if single else out, "output")
+        ids = [i for _, arrays in _pairs(key, row_ids, "row_ids") for i in arrays]
+        assert len(ids) == sum(len(a) for _, a in pairs), \
+            "the number of row_ids doesn't match the number of values"
+        for _, arrays in pairs:
+            for arr in arrays:
+                if arr.stype != formats.ROW_SPARSE:
+                    raise MXNetError("Expected row_sparse storage type for row_sparse_pull "
+                                     f"values, but detected storage type {arr.stype}")
+        self._check_shapes("pull", pairs)
+        pos = 0
+        for k, arrays in pairs:
+            for arr in arrays:
+                self._pull_rows(k, arr, value_of(ids[pos]))
+                pos += 1
+        if single:
+            for other in out[1:]:
+                out[0].copyto(other)
+
+    def _pull_rows(self, key, out: NDArray, row_ids: torch.Tensor) -> None:
+        """Write the rows ``row_ids`` of ``key``'s stored value into ``out``."""
+        rows = pulled_rows(key, self._store[key], row_ids)
+        assign(out, formats.clone(formats.to_device(rows, value_of(out).device)))
 
     def set_gradient_compression(self, compression_params: dict) -> None:
         """Compress pushed gradients: ``{'type': '2bit', 'threshold': t}`` (default 0.5).
@@ -369,7 +421,7 @@ kv.init or kv.broadcast with this key multiple times
         with open(fname, "rb") as fin:
             blob = fin.read()
         if isinstance(updater, Updater):
-            weights = {key: NDArray(value) for key, value in self._store.items()}
+            weights = {key: wrap(value) for key, value in self._store.items()}
             updater.set_states(blob, weights=weights, source=fname)
         else:
             updater.set_states(blob)
@@ -386,32 +438,53 @@ kv.init or kv.broadcast with this key multiple times
     _barrier = barrier
 
     # ------------------------------------------------------------------ internal interface
-    def _reduce_all(self, pushed: list[tuple]) -> list[torch.Tensor]:
-        """:meth:`_reduce` of every ``(key, tensors)`` pushed in one call."""
-        return [self._reduce(k, tensors) for k, tensors in pushed]
+    def _reduce_all(self, pushed: list[tuple]) -> list:
+        """:meth:`_reduce` of every ``(key, values)`` pushed in one call."""
+        return [self._reduce(k, values) for k, values in pushed]
 
-    def _reduce(self, key, tensors: list[torch.Tensor]) -> torch.Tensor:
-        """Sum the pushed copies of ``key`` onto the merge device (a new tensor)."""
-        device = self._home(tensors[0])
+    def _reduce(self, key, values: list):
+        """Sum the pushed copies of ``key`` onto the merge device (a new value): row_sparse
+        copies give a row_sparse sum (the union of their rows), dense ones a dense sum.
+        2-bit compression quantises each copy densely, as MXNet's device store does."""
+        device = self._home(values[0])
         if self._compression is not None:
-            tensors = [self._compression.quantize(key, i, t) for i, t in enumerate(tensors)]
-        return _sum(tensors, device)
+            where = f"kvstore push of key {key} with gradient compression"
+            values = [self._compression.quantize(key, i, densify(v, where))
+                      for i, v in enumerate(values)]
+        if all(isinstance(v, torch.Tensor) for v in values):
+            return _sum(values, device)
+        return merge(key, values, device)
 
-    def _apply(self, key, merged: torch.Tensor) -> None:
-        """Update the stored weight with ``merged`` (updater) or store ``merged``."""
+    def _apply(self, key, merged) -> None:
+        """Update the stored weight with ``merged`` (updater) or store ``merged`` (in its
+        own storage type, as MXNet's local store does)."""
         if self._updater is None:
             stored = self._store[key]
             # MXNet copies into the stored array: the key keeps its dtype
             self._store[key] = merged if merged.dtype == stored.dtype else \
-                merged.to(stored.dtype)
+                formats.astype(merged, stored.dtype)
             return
         weight = self._store[key]
         if merged.device != weight.device and merged.device.type != "cpu":
-            weight = self._store[key] = weight.to(merged.device)  # MXNet moves it to the GPU
-        self._updater(key, NDArray(merged), NDArray(weight))
+            # MXNet moves the weight to the GPU
+            weight = self._store[key] = formats.to_device(weight, merged.device)
+        self._update(key, merged, weight)
+
+    def _update(self, key, merged, weight) -> None:
+        """Run the updater on ``key``'s stored ``weight`` (a sparse weight's new value is
+        read back: updaters replace a sparse array's value rather than write into it)."""
+        weight_arr = wrap(weight, context_of(weight.device))
+        self._updater(key, wrap(merged, context_of(merged.device)), weight_arr)
+        if weight_arr._is_sparse:
+            self._store[key] = weight_arr._value
 
     def _broadcast(self, key, outs: list[NDArray]) -> None:
-        """Copy the stored value of ``key`` into each output on its own device."""
+        """Copy the stored value of ``key`` into each output on its own device, in the
+        output's storage type (shapes checked by pull)."""
         value = self._store[key]
-        for out in outs:  # shapes checked by pull
-            out._t.copy_(value)
+        for out in outs:
+            if not out._is_sparse and isinstance(value, torch.Tensor):
+                out._t.copy_(value)
+            else:
+                moved = formats.to_device(value, value_of(out).device)
+                assign(out, formats.clone(moved) if out._is_sparse else moved)
