@@ -67,6 +67,9 @@ class InitDesc(str):
 
 def _assign(arr: NDArray, value) -> None:
     """``arr[:] = value`` for a scalar, numpy array, NDArray or torch tensor."""
+    if arr._is_sparse:
+        _through_dense(lambda dense: _assign(dense, value), arr)
+        return
     if isinstance(value, NDArray):
         value = value._t
     if isinstance(value, (int, float, np.number)):
@@ -74,6 +77,24 @@ def _assign(arr: NDArray, value) -> None:
         return
     src = torch.as_tensor(np.asarray(value)) if not isinstance(value, torch.Tensor) else value
     arr._t.copy_(src.to(device=arr._t.device, dtype=arr._t.dtype).expand(arr._t.shape))
+
+
+def _through_dense(init, arr: NDArray) -> None:
+    """Initialize the sparse ``arr`` as MXNet does: ``init`` fills a dense array of its shape,
+    which then becomes every row of a row_sparse ``arr`` (zeros included: all rows are
+    stored, as after MXNet's ``arr[:] = value``) or the nonzero entries of a csr one."""
+    from .ndarray.sparse_array import assign
+    from .sparse import formats
+    v = arr._value
+    dense = NDArray(torch.zeros(v.shape, dtype=v.dtype, device=v.device))
+    dense._ctx = arr._ctx
+    init(dense)
+    t = dense._t
+    if arr.stype == "row_sparse":
+        rows = torch.arange(t.shape[0], dtype=formats.INDEX, device=t.device)
+        assign(arr, formats.row_sparse(t, rows, tuple(t.shape)))
+    else:
+        assign(arr, t)
 
 
 def _draw(arr: NDArray, kind: str, a: float, b: float) -> None:
@@ -133,6 +154,9 @@ mx.sym.Variable(init=mx.init.*) to set initialization pattern
 
     def __call__(self, desc, arr: NDArray) -> None:
         """Initialize ``arr`` according to ``desc`` (an :class:`InitDesc`)."""
+        if arr._is_sparse:
+            _through_dense(lambda dense: self(desc, dense), arr)
+            return
         if not isinstance(desc, InitDesc):
             self._legacy_init(desc, arr)
             return

@@ -143,11 +143,6 @@ def test_construction_errors(make, error, message):
     assert str(info.value) == message
 
 
-def test_sparse_embedding_gradient_is_refused():
-    with pytest.raises(NotImplementedError, match="sparse storage"):
-        nn.Embedding(4, 2, sparse_grad=True)
-
-
 def test_channel_last_convolution_is_refused_when_run():
     conv = nn.Conv2D(2, 3, layout="NHWC", in_channels=1)
     conv.initialize()

@@ -87,14 +87,6 @@ def test_round_trip_keeps_values_and_dtypes(tmp_path):
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("stype, grad_stype", [("row_sparse", "default"),
-                                               ("csr", "default"),
-                                               ("default", "row_sparse")])
-def test_sparse_storage_is_refused(stype, grad_stype):
-    with pytest.raises(NotImplementedError, match="docs/compat.md"):
-        mx.gluon.Parameter("w", shape=(2, 2), stype=stype, grad_stype=grad_stype)
-
-
 def test_data_arrays_are_autograd_variables():
     p = mx.gluon.Parameter("w", shape=(2,), init=mx.init.One())
     p.initialize(ctx=[mx.cpu(0), mx.cpu(1)])

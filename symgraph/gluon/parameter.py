@@ -7,7 +7,10 @@ share the CPU device. Initialization is deferred while the shape has unknown (0)
 
 Data arrays are marked as autograd variables with their gradient arrays
 (``autograd.mark_variables``), and carry ``_fresh_grad`` (set by a backward, cleared by
-Trainer). Only dense storage is supported.
+Trainer). A ``row_sparse`` parameter (``stype``) is read through its Trainer's kvstore
+(:meth:`Parameter.row_sparse_data`), not :meth:`Parameter.data`; ``grad_stype`` is the
+storage of the gradient arrays (an ``Embedding`` with ``sparse_grad=True`` writes row_sparse
+gradients holding only the rows a batch used).
 
 >>> import symgraph as mx
 >>> w = mx.gluon.Parameter('fc_weight', shape=(2, 3), init=mx.init.One())
@@ -29,6 +32,7 @@ import warnings
 from collections import OrderedDict
 
 import numpy as np
+import torch
 
 from .. import context, initializer, ndarray, symbol  # noqa: F401 - MXNet's names
 from ..base import MXNetError, dtype_name
@@ -39,6 +43,8 @@ from ..ndarray import array as _nd_array
 from ..ndarray import load as _nd_load
 from ..ndarray import save as _nd_save
 from ..ndarray import zeros as _nd_zeros
+from ..ndarray.sparse_array import value_of, wrap
+from ..sparse import formats
 from ..symbol import Symbol
 from ..symbol import var as _sym_var
 from ..util import is_np_array, is_np_shape  # noqa: F401 - MXNet's names
@@ -70,7 +76,7 @@ class DeferredInitializationError(MXNetError):
 
 
 def _check_stype(name: str, stype: str, grad_stype: str) -> None:
-    """MXNet's stype assertions; sparse storage is refused (dense only)."""
+    """MXNet's stype assertions."""
     if grad_stype not in _VALID_STYPES:
         raise AssertionError(
             f"grad_stype for Parameter '{name}' must be one of "
@@ -79,11 +85,6 @@ def _check_stype(name: str, stype: str, grad_stype: str) -> None:
         raise AssertionError(
             f"stype for Parameter '{name}' must be one of "
             f"'default', 'row_sparse', or 'csr', but got '{stype}'")
-    if stype != 'default' or grad_stype != 'default':
-        from ..base import unsupported
-        raise unsupported(f"Parameter '{name}' with stype='{stype}', grad_stype="
-                          f"'{grad_stype}'", "sparse storage is not implemented; symgraph "
-                          "arrays are dense (see docs/compat.md)")
 
 
 def _as_ctx_list(ctx) -> list[Context]:
@@ -103,9 +104,14 @@ def _fresh(arr: NDArray, like: NDArray | None = None) -> NDArray:
     return arr
 
 
-def _zeros_like(arr: NDArray) -> NDArray:
-    """A zero array with ``arr``'s shape, dtype and context (cpu(1) included)."""
-    return _fresh(NDArray(arr._t.new_zeros(arr._t.shape)), arr)
+def _zeros_like(arr: NDArray, stype: str = 'default') -> NDArray:
+    """A zero array of storage ``stype`` with ``arr``'s shape, dtype and context (cpu(1)
+    included); a sparse one holds no rows (entries)."""
+    if stype == 'default' and not arr._is_sparse:
+        return _fresh(NDArray(arr._t.new_zeros(arr._t.shape)), arr)
+    v = value_of(arr)
+    return _fresh(wrap(formats.empty_like_stype(stype, tuple(v.shape), v.dtype, v.device)),
+                  arr)
 
 
 def _dtype_str(arr: NDArray) -> str:
@@ -144,8 +150,9 @@ class Parameter:
         Defer initialization while the shape is unknown.
     differentiable : bool, default True
         False forces ``grad_req='null'``.
-    stype, grad_stype : {'default'}, default 'default'
-        Storage types; symgraph supports only dense ('default') storage.
+    stype, grad_stype : {'default', 'row_sparse', 'csr'}, default 'default'
+        Storage types of the data and of the gradient arrays; a 'row_sparse' parameter
+        is read with :meth:`row_sparse_data` once a Trainer holds it.
 
     Examples
     --------
@@ -253,7 +260,12 @@ because the later does not include Parameters of nested child Blocks
         self._shape = new_shape
 
     def _set_trainer(self, trainer) -> None:
-        """Set the trainer this parameter is associated with."""
+        """Set the trainer this parameter is associated with (a sparse one has only one)."""
+        if self._stype != 'default' and self._trainer and trainer and \
+                self._trainer is not trainer:
+            raise RuntimeError(
+                f"Failed to set the trainer for Parameter '{self.name}' because it was already "
+                f"set. More than one trainers for a {self._stype} Parameter is not supported.")
         self._trainer = trainer
 
     # ----------------------------------------------------------------- access
@@ -285,23 +297,65 @@ because the later does not include Parameters of nested child Blocks
             "Block.params because the later does not include Parameters of nested child Blocks")
 
     def data(self, ctx: Context | None = None) -> NDArray:
-        """This parameter's array on ``ctx`` (the only one, or the current context's)."""
+        """This parameter's array on ``ctx`` (the only one, or the current context's); a
+        sparse parameter is read with :meth:`row_sparse_data` instead."""
+        if self._stype != 'default':
+            raise RuntimeError(
+                f"Cannot return a copy of Parameter '{self.name}' on ctx {ctx} via data() "
+                f"because its storage type is {self._stype}. Please use row_sparse_data() "
+                "instead.")
         return self._check_and_get(self._data, ctx)
 
+    def _get_row_sparse(self, arr_list, ctx, row_id: NDArray):
+        """The arrays on ``ctx`` (``list``: all) holding the rows ``row_id`` pulled from the
+        Trainer's kvstore."""
+        if not isinstance(row_id, NDArray):
+            raise TypeError(f"row_id must have NDArray type, but {type(row_id)} is given")
+        if not self._trainer:
+            raise RuntimeError(f"Cannot get row_sparse data for Parameter '{self.name}' when "
+                               "no Trainer is created with it.")
+        results = self._check_and_get(arr_list, ctx)
+        self._trainer._row_sparse_pull(self, results, row_id)
+        return results
+
     def row_sparse_data(self, row_id: NDArray) -> NDArray:
-        """Rows of a 'row_sparse' parameter; symgraph's parameters are dense, so this raises."""
-        raise RuntimeError(f"Cannot return a copy of Parameter {self.name} via row_sparse_data() "
-                           f"because its storage type is {self._stype}. Please use data() "
-                           "instead.")
+        """The 'row_sparse' parameter on ``row_id``'s context holding only the rows
+        ``row_id`` (pulled from the Trainer's kvstore).
+
+        >>> import symgraph as mx
+        >>> w = mx.gluon.Parameter('w', shape=(4, 2), stype='row_sparse')
+        >>> w.initialize(init=mx.init.One(), ctx=mx.cpu())
+        >>> trainer = mx.gluon.Trainer([w], 'sgd')
+        >>> rows = w.row_sparse_data(mx.nd.array([1, 3]))
+        >>> rows.stype, rows.indices.asnumpy().tolist()
+        ('row_sparse', [1, 3])
+        >>> mx.gluon.Parameter('d', shape=(2,)).row_sparse_data(mx.nd.array([0]))
+        Traceback (most recent call last):
+        ...
+        RuntimeError: Cannot return a copy of Parameter d via row_sparse_data() because its \
+storage type is default. Please use data() instead.
+        """
+        if self._stype != 'row_sparse':
+            raise RuntimeError(f"Cannot return a copy of Parameter {self.name} via "
+                               f"row_sparse_data() because its storage type is {self._stype}. "
+                               "Please use data() instead.")
+        return self._get_row_sparse(self._data, row_id.ctx, row_id)
 
     def list_row_sparse_data(self, row_id: NDArray) -> list[NDArray]:
-        """Rows of a 'row_sparse' parameter on all contexts; raises for dense parameters."""
-        raise RuntimeError(f"Cannot return copies of Parameter '{self.name}' on all contexts "
-                           f"via list_row_sparse_data() because its storage type is "
-                           f"{self._stype}. Please use data() instead.")
+        """:meth:`row_sparse_data` on every context, in the order of :meth:`list_ctx`."""
+        if self._stype != 'row_sparse':
+            raise RuntimeError(f"Cannot return copies of Parameter '{self.name}' on all "
+                               "contexts via list_row_sparse_data() because its storage type "
+                               f"is {self._stype}. Please use data() instead.")
+        return self._get_row_sparse(self._data, list, row_id)
 
     def list_data(self) -> list[NDArray]:
-        """The arrays on all contexts, in the order of :meth:`list_ctx`."""
+        """The arrays on all contexts, in the order of :meth:`list_ctx` (dense only)."""
+        if self._stype != 'default':
+            raise RuntimeError(
+                f"Cannot return copies of Parameter '{self.name}' on all contexts via "
+                f"list_data() because its storage type is {self._stype}. Please use "
+                "row_sparse_data() instead.")
         return self._check_and_get(self._data, list)
 
     def _check_grad(self) -> None:
@@ -367,7 +421,7 @@ because the later does not include Parameters of nested child Blocks
                 f"{self.shape}. Please specify in_units, in_channels, etc for `Block`s.")
         with autograd.pause():
             if data is None:
-                data = _nd_zeros(self.shape, ctx=cpu(), dtype=self.dtype)
+                data = _nd_zeros(self.shape, ctx=cpu(), dtype=self.dtype, stype=self._stype)
                 initializer.create(default_init)(
                     initializer.InitDesc(self.name, {'__init__': init}), data)
             self._init_impl(data, ctx)
@@ -391,7 +445,7 @@ because the later does not include Parameters of nested child Blocks
         if self.grad_req == 'null':
             self._grad = None
             return
-        self._grad = [_zeros_like(arr) for arr in self._data]
+        self._grad = [_zeros_like(arr, self._grad_stype) for arr in self._data]
         autograd.mark_variables(self._data, self._grad, self.grad_req)
 
     def _load_init(self, data: NDArray, ctx, cast_dtype: bool = False,
@@ -426,6 +480,8 @@ because the later does not include Parameters of nested child Blocks
 
     def _apply_load(self, data: NDArray, ctx: list, dtype) -> None:
         """Load ``data`` checked by :meth:`_check_load`."""
+        if data.stype != self._stype:
+            data = data.tostype(self._stype)
         if dtype is not None:
             self.dtype = dtype
         if self.shape:
@@ -452,7 +508,13 @@ because the later does not include Parameters of nested child Blocks
 
     # ----------------------------------------------------------------- changing values
     def _reduce(self) -> NDArray:
-        """The mean of the copies on all contexts, on ``cpu()``."""
+        """The mean of the copies on all contexts, on ``cpu()``; a sparse parameter's every
+        row, pulled from its Trainer's kvstore."""
+        if self._stype != 'default':
+            data = _nd_zeros(self.shape, ctx=cpu(), dtype=self.dtype, stype='row_sparse')
+            rows = NDArray(torch.arange(self.shape[0], dtype=torch.int64))
+            self._trainer._row_sparse_pull(self, data, rows, full_idx=True)
+            return data
         block = self.list_data()
         if len(block) == 1:
             return self.data().copyto(cpu())
@@ -498,7 +560,10 @@ because the later does not include Parameters of nested child Blocks
         if self._grad is None:
             return
         for g in self._grad:
-            g._t.zero_()
+            if g._is_sparse:
+                g._assign(_zeros_like(g, g.stype)._value)
+            else:
+                g._t.zero_()
 
     def cast(self, dtype) -> None:
         """Cast data and gradients to ``dtype`` (new arrays)."""

@@ -477,7 +477,7 @@ Parameters with stale gradient
 
 def _trained(params: list) -> list[tuple]:
     """(index, parameter, data arrays, gradient arrays) of the parameters with gradients."""
-    return [(i, p, p.list_data(), p.list_grad()) for i, p in enumerate(params)
+    return [(i, p, p._check_and_get(p._data, list), p.list_grad()) for i, p in enumerate(params)
             if p.grad_req != "null"]
 
 

@@ -21,6 +21,7 @@ from ..base import MXNetError
 from ..context import Context
 from ..ndarray import NDArray
 from ..ndarray import array as _nd_array
+from ..ndarray.sparse_array import value_of
 from ..util import is_np_array, is_np_shape  # noqa: F401 - MXNet's names
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download",
@@ -120,8 +121,10 @@ def clip_global_norm(arrays: list[NDArray], max_norm: float, check_isfinite: boo
     (array([0.6], dtype=float32), array([0.8], dtype=float32))
     """
     _require(len(arrays) > 0)
-    first = arrays[0]._t
-    squares = [(a._t.reshape(-1) * a._t.reshape(-1)).sum().to(first.device) for a in arrays]
+    # a sparse array's stored values are all its nonzero ones: no dense copy is made
+    values = [value_of(a) for a in arrays]
+    stored = [v if isinstance(v, torch.Tensor) else v.data for v in values]
+    squares = [(t.reshape(-1) * t.reshape(-1)).sum().to(stored[0].device) for t in stored]
     total = torch.stack(squares).sum().sqrt().reshape(1)
     total_norm = NDArray(total)
     total_norm._ctx = arrays[0].context
@@ -129,8 +132,12 @@ def clip_global_norm(arrays: list[NDArray], max_norm: float, check_isfinite: boo
         warnings.warn(UserWarning('nan or inf is detected. Clipping results will be undefined.'),
                       stacklevel=2)
     scale = torch.clamp(max_norm / (total + 1e-8), max=1.0)
-    for arr in arrays:
-        arr._t.mul_(scale.to(device=arr._t.device, dtype=arr._t.dtype))
+    for arr, v, t in zip(arrays, values, stored):
+        scaled = scale.to(device=t.device, dtype=t.dtype)
+        if arr._is_sparse:  # a sparse value is replaced, never written in place
+            arr._assign(v._replace(data=t * scaled))
+        else:
+            t.mul_(scaled)
     if check_isfinite:
         return total_norm.asscalar()
     return total_norm

@@ -43,6 +43,8 @@ from ..compiler.autodiff import build_gradients
 from ..compiler.composite import expand
 from ..ndarray import hooks as _hooks
 from ..ndarray.ndarray import NDArray
+from ..ndarray.sparse_array import value_of, wrap
+from ..sparse import formats
 from ..symbol import Group
 from ..symbol.graph import IndexedGraph, dfs_post_order
 from ..symbol.op_api import invoke as _symbol_op
@@ -222,15 +224,15 @@ class Function:
             def run_backward(ograds: list) -> list:
                 # its own copies: user code may change them in place, and the gradients
                 # handed in can be shared (default head gradients, executor buffers)
-                grads = [NDArray(torch.zeros_like(o._t) if g is None else g.clone())
-                         for o, g in zip(outs, ograds)]
+                grads = [NDArray(torch.zeros_like(o._t)) if g is None else
+                         wrap(formats.clone(g)) for o, g in zip(outs, ograds)]
                 with pause():
                     got = self.backward(*grads)
                 got = [got] if isinstance(got, NDArray) else list(got)
                 if len(got) != len(inputs):
                     raise MXNetError(f"{type(self).__name__}.backward returned {len(got)} "
                                      f"gradients for {len(inputs)} inputs")
-                return [g._t for g in got]
+                return [value_of(g) for g in got]
             tape.attach(outs, tape.Node(inputs, len(outs), run_backward, type(self).__name__))
         return outputs
 

@@ -29,10 +29,13 @@ from collections.abc import Callable
 import torch
 
 from ..base import MXNetError
+from ..executor_storage import store
 from ..ndarray import hooks
 from ..ndarray.ndarray import NDArray
 from ..ndarray.register import write_out
+from ..ndarray.sparse_array import value_of, wrap
 from ..ops.mxnet_names import monitor_input_names
+from ..sparse import formats
 from ..symbol import Group
 from ..symbol.op_api import invoke
 from . import tape
@@ -50,6 +53,33 @@ def _written() -> set[int]:
         _WRITTEN[0], _WRITTEN[1] = now, set()
     return _WRITTEN[1]
 
+
+
+def _meta(x: NDArray) -> tuple:
+    """A call signature's entry for ``x``: (shape, dtype), and the storage type if sparse
+    (read without making a dense copy of a sparse array)."""
+    if x._is_sparse:
+        v = x._value
+        return tuple(v.shape), v.dtype, v.stype
+    return tuple(x._t.shape), x._t.dtype
+
+
+def _need(x: NDArray):
+    """Whether a recorded call differentiates with respect to input ``x``: False, or the
+    storage type to compute its gradient in (a marked variable's gradient array's, so a
+    sparse gradient stays sparse on its way there; 'default' for the rest)."""
+    if not tape.is_tracked(x):
+        return False
+    grad = x._ag_grad if x._ag_node is None else None
+    return grad.stype if grad is not None else "default"
+
+
+def _zeros(like: NDArray, stype) -> NDArray:
+    """Zeros shaped as ``like``, of storage ``stype`` (True: dense), on its device."""
+    v = value_of(like)
+    if stype in (True, "default"):
+        return NDArray(torch.zeros(tuple(v.shape), dtype=v.dtype, device=v.device))
+    return wrap(formats.empty_like_stype(stype, tuple(v.shape), v.dtype, v.device))
 
 
 class _Slot:
@@ -171,7 +201,7 @@ class CachedGraph:
     def run(self, inputs: list[NDArray], ctx, training: bool, params: ParamArrays,
             record: bool) -> list[NDArray]:
         """Run now (training mode ``training``), leaving a tape node when ``record``."""
-        needs = tuple(record and tape.is_tracked(x) for x in inputs)
+        needs = tuple(record and _need(x) for x in inputs)
         slot, outs = self._forward(inputs, ctx, training, params, needs)
         if record and (any(needs) or self._param_ids[2]):  # [2]: any parameter gradient
             self._record(slot, inputs, outs, params)
@@ -197,18 +227,22 @@ class CachedGraph:
     def _forward(self, inputs: list[NDArray], ctx, training: bool, params: ParamArrays,
                  needs: tuple) -> tuple:
         """Feed and run the forward of the executor for these inputs: (slot, outputs)."""
-        sig = tuple((tuple(x._t.shape), x._t.dtype) for x in inputs)
+        sig = tuple(_meta(x) for x in inputs)
         slot = self._slot(inputs, needs, ctx, params, sig)
         exe = slot.exe
         for name, x in zip(self.input_names, inputs):
-            exe._feed(name, x._t)
+            if x._is_sparse:  # a sparse value is replaced, never written: shared as is
+                exe.arg_dict[name]._assign(x._value)
+            else:
+                exe._feed(name, x._t)
         exe.forward(is_train=training)
         clone = exe._ctx.device_type != "cpu"  # CUDA-graph replays rewrite their outputs
-        outs = [NDArray(o._t.clone() if clone else o._t) for o in exe.outputs]
+        outs = [wrap(o._value, ctx) if o._is_sparse else
+                NDArray(o._t.clone() if clone else o._t) for o in exe.outputs]
         for o in outs:
             o._ctx = ctx
         if sig not in self.signatures:
-            self.signatures[sig] = [(tuple(o._t.shape), o._t.dtype) for o in outs]
+            self.signatures[sig] = [_meta(o) for o in outs]
         return slot, outs
 
     def _slot(self, inputs, needs, ctx, params: ParamArrays, sig: tuple) -> _Slot:
@@ -232,8 +266,8 @@ class CachedGraph:
     def _bind(self, inputs, needs, ctx, params: ParamArrays, first: bool):
         args, grads, reqs, private = {}, {}, {}, {}
         for name, x, need in zip(self.input_names, inputs, needs):
-            args[name] = NDArray(torch.empty_like(x._t))
-            grads[name] = NDArray(torch.zeros_like(x._t)) if need else None
+            args[name] = _zeros(x, x.stype) if x._is_sparse else NDArray(torch.empty_like(x._t))
+            grads[name] = _zeros(x, need) if need else None
             reqs[name] = "write" if need else "null"
         for name in self._arg_names:
             if name in args:
@@ -247,7 +281,7 @@ class CachedGraph:
             elif first:
                 grads[name], reqs[name] = grad, req
             else:  # a second executor: own buffers, added after the backward pass
-                grads[name] = private[name] = NDArray(torch.zeros_like(grad._t))
+                grads[name] = private[name] = _zeros(grad, grad.stype)
                 reqs[name] = "write"
         aux = {}
         for name in self._aux_names:
@@ -275,11 +309,8 @@ class CachedGraph:
         if slot.private:
             written = _written()
             for pname, buf in slot.private.items():
-                target = params[pname][1]._t
-                if params[pname][2] == "add" or id(target) in written:
-                    target.add_(buf._t)
-                else:
-                    target.copy_(buf._t)
+                target = params[pname][1]
+                store(target, value_of(buf), params[pname][2] == "add" or id(target) in written)
                 written.add(id(target))
         for data in fresh:
             data._fresh_grad = True
@@ -293,7 +324,7 @@ class CachedGraph:
             exe = slot.exe
             with_grad = [n for n, (_, g, req) in params.items() if g is not None
                          and req != "null" and exe.grad_dict.get(n) is not None]
-            direct = [params[n][1]._t for n in with_grad
+            direct = [params[n][1] for n in with_grad
                       if n not in slot.private and params[n][2] == "write"]
             slot.recorded = (params, [params[n][0] for n in with_grad], direct,
                              [id(t) for t in direct],
@@ -303,22 +334,24 @@ class CachedGraph:
     # ------------------------------------------------------------ recording
     def _record(self, slot: _Slot, inputs, outs, params: ParamArrays) -> None:
         exe = slot.exe
-        out_values = [o._t for o in outs]  # not the arrays: they refer to the node (a cycle)
+        # (shape, dtype, device), not the arrays: they refer to the node (a cycle)
+        out_meta = [(*_meta(o)[:2], value_of(o).device) for o in outs]
         self._uses += 1
         slot.uses = use = self._uses
         _, fresh, targets, target_ids, input_grads = self._recorded(slot, params)
 
         def run_backward(ograds: list) -> list:
             assert slot.uses == use, "a busy executor was reused"
-            heads = [NDArray(tape.shared_filled(t, 0.0) if g is None else g)
-                     for t, g in zip(out_values, ograds)]
+            heads = [NDArray(tape.filled(*m, 0.0)) if g is None else wrap(g)
+                     for m, g in zip(out_meta, ograds)]
             written = _written()
-            kept = [(t, t.clone()) for t in targets if id(t) in written] if written else ()
+            kept = [(a, formats.clone(value_of(a))) for a in targets if id(a) in written] \
+                if written else ()
             exe.backward(heads)  # writes the direct gradients: add back what others wrote
-            for t, before in kept:
-                t.add_(before)
+            for a, before in kept:
+                store(a, before, add=True)
             written.update(target_ids)
-            return [None if g is None else g._t for g in input_grads]
+            return [None if g is None else value_of(g) for g in input_grads]
 
         def finish(ran: bool, retained: bool) -> None:
             if ran:

@@ -123,9 +123,11 @@ def constant(arr, inputs: list) -> None:
 
 def call_graph(graph: CachedGraph, inputs: list, ctx) -> list:
     """A recorded call of ``graph``: deferred into a chain (``config.defer_recorded``; not a
-    graph with an op hook), or run now leaving a tape node."""
+    graph with an op hook, nor one reading sparse arrays, whose storage types a chain's
+    dense values would lose), or run now leaving a tape node."""
     training = hooks.STATE.training
-    if config.get().defer_recorded and not graph.hooked:
+    if config.get().defer_recorded and not graph.hooked and \
+            not any(x._is_sparse for x in inputs):
         return deferred.call(graph, inputs, ctx, training)
     return graph.run(inputs, ctx, training, graph.params(ctx), record=True)
 

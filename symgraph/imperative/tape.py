@@ -22,7 +22,10 @@ from collections.abc import Callable, Sequence
 import torch
 
 from ..base import MXNetError
+from ..executor_storage import store
 from ..ndarray.ndarray import NDArray
+from ..ndarray.sparse_array import value_of
+from ..sparse import formats
 from ..symbol import Variable
 
 
@@ -106,13 +109,18 @@ def shared_filled(t: torch.Tensor, value: float) -> torch.Tensor:
     """A tensor like ``t`` filled with ``value``, shared per shape, dtype, device and value.
     Read only: default head gradients (ones) and outputs no gradient reached (zeros) are
     such tensors, and gradients are never updated in place on this path."""
-    key = (t.shape, t.dtype, t.device, value)
-    filled = _FILLED.get(key)
-    if filled is None:
+    return filled(t.shape, t.dtype, t.device, value)
+
+
+def filled(shape, dtype: torch.dtype, device, value: float) -> torch.Tensor:
+    """:func:`shared_filled` from a shape, dtype and device."""
+    key = (tuple(shape), dtype, torch.device(device), value)
+    got = _FILLED.get(key)
+    if got is None:
         if len(_FILLED) > 256:
             _FILLED.clear()
-        filled = _FILLED[key] = torch.full_like(t, value)
-    return filled
+        got = _FILLED[key] = torch.full(tuple(shape), value, dtype=dtype, device=device)
+    return got
 
 
 def nodes_of(heads) -> list[Node]:
@@ -142,9 +150,23 @@ def nodes_of(heads) -> list[Node]:
     return order
 
 
-def _add(table: dict, key, grad: torch.Tensor) -> None:
-    have = table.get(key)
-    table[key] = grad if have is None else have + grad  # never in place: grads are shared
+def _sum(have, grad):
+    """Two gradients (tensors or sparse values) added, never in place: grads are shared."""
+    if have is None:
+        return grad
+    if isinstance(have, torch.Tensor) and isinstance(grad, torch.Tensor):
+        return have + grad
+    return formats.add(have, grad)
+
+
+def _ones(head: NDArray) -> torch.Tensor:
+    """The default gradient of ``head``: shared ones (dense, for a sparse head too)."""
+    v = value_of(head)
+    return filled(v.shape, v.dtype, v.device, 1.0)
+
+
+def _add(table: dict, key, grad) -> None:
+    table[key] = _sum(table.get(key), grad)
 
 
 def run(heads: list, head_grads: list, retain_graph: bool) -> None:
@@ -161,7 +183,7 @@ def run(heads: list, head_grads: list, retain_graph: bool) -> None:
     pending: dict = {}  # (id(node), k) -> gradient of that output
     leaves: dict = {}  # id(variable) -> (variable, gradient)
     for h, g in zip(heads, head_grads):
-        grad = shared_filled(h._t, 1.0) if g is None else g._t
+        grad = _ones(h) if g is None else value_of(g)
         if h._ag_node is not None:
             node, k = h._ag_node
             _add(pending, (id(node), k), grad)
@@ -286,15 +308,19 @@ def next_pass() -> None:
     _PASS[0] += 1
 
 
-def _add_leaf(leaves: dict, var, grad: torch.Tensor) -> None:
+def _add_leaf(leaves: dict, var, grad) -> None:
     have = leaves.get(id(var))
-    leaves[id(var)] = (var, grad if have is None else have[1] + grad)
+    leaves[id(var)] = (var, _sum(None if have is None else have[1], grad))
 
 
-def _write_leaf(var, grad: torch.Tensor) -> None:
-    target = var._ag_grad._t
-    if var._ag_req == "add":
-        target.add_(grad.to(target.dtype))
+def _write_leaf(var, grad) -> None:
+    """Write (or add) ``grad`` (a tensor or sparse value) into the variable's gradient array
+    in that array's storage."""
+    target = var._ag_grad
+    if target._is_sparse or not isinstance(grad, torch.Tensor):
+        store(target, grad, add=var._ag_req == "add")
+    elif var._ag_req == "add":
+        target._t.add_(grad.to(target._t.dtype))
     else:
-        target.copy_(grad)
+        target._t.copy_(grad)
     var._fresh_grad = True

@@ -235,7 +235,10 @@ class BaseModule:
                          allow_missing=True, force_init=force_init, allow_extra=allow_extra)
 
     def prepare(self, data_batch, sparse_row_id_fn=None) -> None:
-        """Prepare for a batch (nothing to do for dense data)."""
+        """Prepare for a batch (a :class:`Module` pulls row_sparse parameters here)."""
+        if sparse_row_id_fn is not None:
+            warnings.warn(UserWarning("sparse_row_id_fn is not invoked for BaseModule."),
+                          stacklevel=2)
 
     @property
     def symbol(self):

@@ -21,12 +21,17 @@ import logging
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
-from ..base import BindError, MXNetError
+from ..base import BindError, MXNetError, ShapeError
 from ..context import Context, cpu
 from ..executor import checked_source
+from ..executor_storage import store
 from ..ndarray import NDArray
+from ..ndarray import array as nd_array
 from ..ndarray import concat as nd_concat
+from ..ndarray.sparse_array import value_of
+from ..sparse import formats
 
 
 def _split_input_slice(batch_size: int, work_load_list: Sequence[float]) -> list[slice]:
@@ -115,7 +120,9 @@ def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slic
     sources = []
     for i, (src, dsts, axis) in enumerate(zip(arrays, targets, axes)):
         name = names[i] if i < len(names) else f"input {i}"
-        if isinstance(dsts, NDArray):  # one device: the whole array
+        if _is_sparse(src) or any(d._is_sparse for d in _as_list(dsts)):
+            sources.append(_sparse_pieces(src, _as_list(dsts), slices, name))
+        elif isinstance(dsts, NDArray):  # one device: the whole array
             sources.append(checked_source(src, dsts._t, name, "data batch:"))
         elif isinstance(src, (list, tuple)):  # already one array per device
             sources.append([checked_source(p, d._t, f"{name} (device {k})", "data batch:")
@@ -126,7 +133,10 @@ def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slic
             sources.append(checked_source(src, dsts[0]._t, name, "data batch:",
                                           _whole_shape(dsts, axis, slices)))
     for src, dsts, axis in zip(sources, targets, axes):
-        if isinstance(dsts, NDArray):
+        if isinstance(src, _SparsePieces):
+            for dst, value in src:
+                store(dst, formats.to_device(value, value_of(dst).device))
+        elif isinstance(dsts, NDArray):
             dsts._t.copy_(src)
         elif isinstance(src, list):
             for piece, dst in zip(src, dsts):
@@ -134,6 +144,38 @@ def _load_general(arrays: Sequence, targets: Sequence, axes: Sequence[int], slic
         else:
             for sl, dst in zip(slices, dsts):
                 dst._t.copy_(_narrow(src, axis, sl) if len(dsts) > 1 else src)
+
+
+class _SparsePieces(list):
+    """``(target array, value)`` pairs of an input whose source or targets are sparse."""
+
+
+def _is_sparse(src) -> bool:
+    return isinstance(src, NDArray) and src._is_sparse
+
+
+def _as_list(dsts) -> list:
+    return [dsts] if isinstance(dsts, NDArray) else list(dsts)
+
+
+def _sparse_pieces(src, dsts: list, slices, name: str) -> _SparsePieces:
+    """The pieces of a batch input for its per-device arrays when either side is sparse (a
+    csr batch): rows ``slices`` of ``src`` (sliced as a csr array, never densified), checked
+    for shape before anything is copied."""
+    if isinstance(src, (list, tuple)):
+        pieces = list(src)
+    elif len(dsts) == 1:
+        pieces = [src]
+    else:
+        pieces = [src[sl.start:sl.stop] for sl in slices]
+    staged = _SparsePieces()
+    for piece, dst in zip(pieces, dsts):
+        piece = piece if isinstance(piece, NDArray) else nd_array(piece, dtype=dst.dtype)
+        if tuple(piece.shape) != tuple(dst.shape):
+            raise ShapeError(f"data batch: {name} has shape {tuple(piece.shape)}, the bound "
+                             f"array has shape {tuple(dst.shape)}")
+        staged.append((dst, value_of(piece)))
+    return staged
 
 
 def _narrow(t, axis: int, sl: slice):
@@ -153,6 +195,18 @@ def _rows(label, sl: slice, axis: int = 0):
             return label[sl.start:sl.stop]
         return NDArray(label._t.narrow(axis, sl.start, sl.stop - sl.start))
     return np.take(np.asarray(label), range(sl.start, sl.stop), axis=axis)
+
+
+def _average_sparse(target: NDArray, block: list) -> None:
+    """The mean of the device copies ``block`` into ``target``, either side sparse, with no
+    dense copy of a sparse one (a row_sparse weight stays row_sparse)."""
+    total = formats.to_device(value_of(block[0]), value_of(target).device)
+    for w in block[1:]:
+        total = formats.add(total, formats.to_device(value_of(w), value_of(target).device))
+    if len(block) > 1:
+        total = total / len(block) if isinstance(total, torch.Tensor) else \
+            total._replace(data=total.data / len(block))
+    store(target, formats.clone(total))
 
 
 def _merge_multi_context(outputs: list[list[NDArray]], axes: Sequence[int]) -> list[NDArray]:
@@ -324,7 +378,7 @@ class DataParallelExecutorGroup:
         staged = [exe._stage_params(arg_params, aux_params, allow_extra) for exe in self.execs]
         for pairs in staged:
             for dst, src in pairs:
-                dst.copy_(src)
+                store(dst, src) if isinstance(dst, NDArray) else dst.copy_(src)
 
     def _param_blocks(self, arg_params, aux_params) -> list[tuple]:
         """``(target dict, name, per-context arrays)`` of every parameter and aux state."""
@@ -336,6 +390,9 @@ class DataParallelExecutorGroup:
         """Average parameters over the contexts into ``arg_params``/``aux_params`` (in place)."""
         for targets, name, block in self._param_blocks(arg_params, aux_params):
             target = targets.get(name)
+            if target is not None and (target._is_sparse or block[0]._is_sparse):
+                _average_sparse(target, block)
+                continue
             if len(block) == 1 and target is not None and target._t.shape == block[0]._t.shape:
                 target._t.copy_(block[0]._t)  # one context: straight into the target
                 continue
@@ -366,7 +423,8 @@ class DataParallelExecutorGroup:
         ids, keep = [self._writes[0], len(arg_params), len(aux_params)], []
         for targets, name, block in self._param_blocks(arg_params, aux_params):
             host, dev = targets.get(name), block[0]
-            if host is None or host._t.dtype != dev._t.dtype or host._t.shape != dev._t.shape:
+            if host is None or host._is_sparse or dev._is_sparse or \
+                    host._t.dtype != dev._t.dtype or host._t.shape != dev._t.shape:
                 return None
             keep += (host, host._t, dev, dev._t)  # alive while the token is: ids stay unique
             ids += (id(host), id(host._t), host._t._version, id(dev), id(dev._t),

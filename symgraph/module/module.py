@@ -17,17 +17,20 @@ import logging
 import warnings
 
 import numpy as np
+import torch
 
 from .. import checkpoint
 from .. import optimizer as opt
-from ..base import BindError, MXNetError
+from ..base import BindError, MXNetError, ShapeError
 from ..context import Context, cpu
 from ..distributed import one_writer
 from ..executor import checked_source
+from ..executor_storage import store
 from ..fileio import atomic_write
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
-from ..ndarray import zeros
+from ..ndarray import NDArray, arange, zeros
+from ..ndarray.sparse_array import value_of
 from ..training.model_io import MissingParamError, _checkpoint_dict, load_checkpoint
 from ..training.model_kvstore import (
     _create_kvstore,
@@ -215,7 +218,7 @@ class Module(BaseModule):
         initializer = initializer if initializer is not None else Uniform(0.01)
         staged = self._stage_init(initializer, arg_params, aux_params, allow_missing)
         for arr, src in staged:
-            arr._t.copy_(src)
+            store(arr, src)
         self.params_initialized = True
         self._params_dirty = False
         if not self._devices_hold_host_params():
@@ -246,7 +249,7 @@ class Module(BaseModule):
                     initializer(InitDesc(name, attrs.get(name, None)), target)
                     if target is arr:
                         continue
-                    src = target._t
+                    src = value_of(target)
                 staged.append((arr, src))
         return staged
 
@@ -257,14 +260,28 @@ class Module(BaseModule):
             if not allow_missing:
                 raise MissingParamError(f"{name} is not presented{_source(given)}")
             return None
-        return checked_source(given[name], arr._t, f"{name}{_source(given)}", "parameter")
+        value = given[name]
+        if arr._is_sparse or getattr(value, "_is_sparse", False):  # kept sparse, not densified
+            if tuple(value.shape) != tuple(arr.shape):
+                raise ShapeError(f"parameter {name}{_source(given)}: shape {tuple(value.shape)} "
+                                 f"does not match the bound shape {tuple(arr.shape)}")
+            return value_of(value) if isinstance(value, NDArray) else \
+                torch.as_tensor(np.asarray(value, dtype=arr.dtype))
+        return checked_source(value, arr._t, f"{name}{_source(given)}", "parameter")
 
     def _assign_params(self, arg_params, aux_params, force_init: bool, allow_extra: bool):
         """Copy the values into every context."""
         self._exec_group.set_params(arg_params, aux_params, allow_extra=allow_extra)
 
     def _sync_params_from_devices(self) -> None:
+        """Device values into the host arrays; row_sparse parameters updated on the kvstore
+        are pulled from it whole (the devices hold only the rows last pulled)."""
         self._exec_group.get_params(self._arg_params, self._aux_params)
+        if self._kvstore and self._update_on_kvstore:
+            for name, value in sorted(self._arg_params.items()):
+                if value.stype == "row_sparse":
+                    rows = arange(0, value.shape[0], dtype="int64")
+                    self._kvstore.row_sparse_pull(name, value, row_ids=rows)
         self._params_dirty = False
         # fit's get_params + set_params at each epoch end copies the values straight back:
         # remember what must stay untouched for that copy to be a no-op
@@ -342,10 +359,11 @@ class Module(BaseModule):
                 where = _source(self._arg_params)
                 raise type(err)(f"{err}{where}") if where else err from None
         else:
-            self._arg_params = {n: zeros(b[0].shape, dtype=b[0].dtype) for n, b in
-                                zip(self._param_names, self._exec_group.param_arrays)}
-            self._aux_params = {n: zeros(b[0].shape, dtype=b[0].dtype) for n, b in
-                                zip(self._aux_names, self._exec_group.aux_arrays)}
+            self._arg_params = {n: zeros(b[0].shape, dtype=b[0].dtype, stype=b[0].stype)
+                                for n, b in zip(self._param_names,
+                                                self._exec_group.param_arrays)}
+            self._aux_params = {n: zeros(b[0].shape, dtype=b[0].dtype, stype=b[0].stype)
+                                for n, b in zip(self._aux_names, self._exec_group.aux_arrays)}
         if shared_module is not None and shared_module.optimizer_initialized:
             self.borrow_optimizer(shared_module)
         self.binded = True
@@ -508,6 +526,44 @@ class Module(BaseModule):
     def update_metric(self, eval_metric, labels, pre_sliced=False) -> None:
         """Update ``eval_metric`` with the last outputs."""
         self._exec_group.update_metric(eval_metric, labels, pre_sliced)
+
+    def prepare(self, data_batch, sparse_row_id_fn=None) -> None:
+        """Pull the rows of row_sparse parameters the next batch needs from the kvstore.
+
+        With updates on the kvstore, a row_sparse parameter's device copies are not
+        refreshed by :meth:`update`; ``sparse_row_id_fn(data_batch)`` gives, per parameter
+        name, the row ids to pull before the batch runs.
+
+        >>> import symgraph as mx
+        >>> mod = mx.mod.Module(mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=2),
+        ...                     label_names=None)
+        >>> mod.bind(data_shapes=[('data', (1, 3))])
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter('always')
+        ...     mod.prepare(None, sparse_row_id_fn=lambda batch: {})
+        >>> str(w[0].message)
+        'Parameters are not updated in the KVStore. No need to call sparse_row_id_fn.'
+        """
+        assert self.binded
+        if sparse_row_id_fn is None:
+            return
+        if not self._kvstore or not self._update_on_kvstore:
+            warnings.warn(UserWarning("Parameters are not updated in the KVStore. "
+                                      "No need to call sparse_row_id_fn."), stacklevel=2)
+            return
+        row_ids = sparse_row_id_fn(data_batch)
+        if not isinstance(row_ids, dict):
+            raise AssertionError("Expected dict output from sparse_row_id_fn")
+        group = self._exec_group
+        for name, row_id in row_ids.items():
+            idx = group.param_names.index(name)
+            arrays = [exe.arg_dict[name] for exe in group.execs]
+            if arrays[0].stype != "row_sparse":
+                warnings.warn(UserWarning(f"{name}.stype is not 'row_sparse'. No need to "
+                                          "perform row_sparse_pull."), stacklevel=2)
+            else:
+                self._kvstore.row_sparse_pull(name, arrays, row_ids=row_id, priority=-idx)
 
     def install_monitor(self, mon) -> None:
         """Install ``mon`` on every executor."""

@@ -314,7 +314,19 @@ class GroupNorm(HybridBlock):
 
 class Embedding(HybridBlock):
     """Maps indices in ``[0, input_dim)`` to rows of a (input_dim, output_dim) weight.
-    ``sparse_grad=True`` is refused: symgraph's gradients are dense."""
+    With ``sparse_grad=True`` the weight's gradient is row_sparse, holding only the rows
+    the batch looked up.
+
+    >>> import symgraph as mx
+    >>> layer = mx.gluon.nn.Embedding(10, 2, sparse_grad=True)
+    >>> layer.initialize()
+    >>> with mx.autograd.record():
+    ...     y = layer(mx.nd.array([3, 1, 3]))
+    >>> y.backward()
+    >>> grad = layer.weight.grad()
+    >>> grad.stype, grad.indices.asnumpy().tolist(), grad.data.asnumpy().tolist()
+    ('row_sparse', [1, 3], [[1.0, 1.0], [2.0, 2.0]])
+    """
 
     def __init__(self, input_dim: int, output_dim: int, dtype="float32",
                  weight_initializer=None, sparse_grad: bool = False, **kwargs):
