@@ -1,10 +1,11 @@
 """``mx.io.MNISTIter``, ``mx.io.CSVIter`` and ``mx.io.LibSVMIter``: MXNet's C++ file
 iterators, in Python.
 
-Both return an :class:`~symgraph.io.native.MXDataIter`, as MXNet's do, with MXNet's
+All return an :class:`~symgraph.io.native.MXDataIter`, as MXNet's do, with MXNet's
 batching: MNISTIter drops a short last batch and shuffles once, at creation, in the order
 MXNet's C++ shuffle gives for the same ``seed``; CSVIter completes a short last batch from
-the first rows (``round_batch``) and numbers rows in ``index``.
+the first rows (``round_batch``) and numbers rows in ``index``; LibSVMIter yields csr
+batches (its parser and loader are in ``libsvm.py``).
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import torch
 
 from ..base import MXNetError
 from ..ndarray import NDArray
+from ..sparse import formats
+from .libsvm import SparseBatchLoader, read_libsvm
 from .native import BatchLoader, MXDataIter, NativeIter, libstdcxx_shuffle
 
 __all__ = ["CSVIter", "LibSVMIter", "MNISTIter"]
@@ -187,98 +190,69 @@ def CSVIter(*, data_csv: str, data_shape, batch_size: int, label_csv: str = "NUL
     return MXDataIter(loader, **kwargs)
 
 
-class _CSRRows:
-    """Rows of a sparse matrix (CSR arrays) that densify when sliced, so a BatchLoader
-    holds a LibSVM file sparse and hands out dense batches."""
-
-    def __init__(self, indptr, indices, values, shape: tuple):
-        self._indptr, self._indices, self._values = indptr, indices, values
-        self.shape, self.dtype = shape, np.dtype(np.float32)
-
-    def __getitem__(self, rows: slice) -> np.ndarray:
-        start, stop, _ = rows.indices(self.shape[0])
-        out = np.zeros((max(0, stop - start), int(np.prod(self.shape[1:]))), np.float32)
-        lo, hi = self._indptr[start], self._indptr[max(start, stop)]
-        row_of = np.repeat(np.arange(max(0, stop - start)), np.diff(self._indptr[start:stop + 1]))
-        out[row_of, self._indices[lo:hi]] = self._values[lo:hi]
-        return out.reshape((-1,) + self.shape[1:])
-
-
-def _read_libsvm(path: str, width: int):
-    """``(labels, indptr, indices, values)`` of a LibSVM file (0-based ``index:value``)."""
-    labels, indptr, indices, values = [], [0], [], []
-    try:
-        f = open(path)  # closed below
-    except OSError as err:
-        raise MXNetError(f'LibSVMIter: cannot open "{path}": {err.strerror}') from err
-    with f:
-        for number, line in enumerate(f, 1):
-            tokens = line.split("#")[0].split()
-            if not tokens:
-                continue
-            try:
-                labels.append(float(tokens[0].split(":")[0]))
-                pairs = [t.split(":") for t in tokens[1:] if not t.startswith("qid:")]
-                cols = [int(k) for k, _ in pairs]
-                vals = [float(v) for _, v in pairs]
-            except ValueError as err:
-                raise MXNetError(f"LibSVMIter: {path}:{number}: cannot parse {line!r}") from err
-            bad = [c for c in cols if not 0 <= c < width]
-            if bad:
-                raise MXNetError(f"LibSVMIter: {path}:{number}: feature index {bad[0]} is "
-                                 f"outside data_shape [0, {width})")
-            indices += cols
-            values += vals
-            indptr.append(len(indices))
-    return (np.asarray(labels, np.float32), np.asarray(indptr, np.int64),
-            np.asarray(indices, np.int64), np.asarray(values, np.float32))
+def _libsvm_checks(data_shape: tuple, label_libsvm, label_shape: tuple, num_parts: int,
+                   part_index: int) -> None:
+    """MXNet's checks of LibSVMIter's parameters (its messages), before any file is read."""
+    if len(data_shape) != 1:
+        raise MXNetError(f"LibSVMIter: dimension of data_shape is expected to be 1, got "
+                         f"{data_shape}")
+    if num_parts < 1:
+        raise MXNetError(f"LibSVMIter: number of parts should be positive, got {num_parts}")
+    if not 0 <= part_index < num_parts:
+        raise MXNetError(f"LibSVMIter: part_index={part_index} must be in [0, {num_parts})")
+    size = int(np.prod(label_shape))
+    if label_libsvm in (None, "NULL") and size != 1:
+        raise MXNetError(f"LibSVMIter: label_shape is expected to be (1,) when label_libsvm "
+                         f"is NULL, got {label_shape}")
+    if label_libsvm not in (None, "NULL") and (size <= 1 or len(label_shape) != 1):
+        raise MXNetError(f"LibSVMIter: label_shape must be 1-D and not (1,) when label_libsvm "
+                         f"is set, got {label_shape}")
 
 
 def LibSVMIter(*, data_libsvm: str, data_shape, batch_size: int,  # MXNet's name
                label_libsvm: str = "NULL", label_shape=(1,), num_parts: int = 1,
-               part_index: int = 0, round_batch=True, **kwargs) -> MXDataIter:
-    """Iterate over LibSVM files (MXNet 1.9.1's ``mx.io.LibSVMIter``), as dense batches.
+               part_index: int = 0, round_batch=True, dtype=None, **kwargs) -> MXDataIter:
+    """Iterate over LibSVM files in ``csr`` batches (MXNet 1.9.1's ``mx.io.LibSVMIter``).
 
-    Each line of ``data_libsvm`` is ``label index:value ...`` with 0-based feature indices
-    below ``data_shape[0]``. Labels are the lines' first numbers (``(batch_size,)``) or,
-    with ``label_libsvm``, that file's sparse rows densified to ``label_shape``. MXNet
-    returns data as ``CSRNDArray``; symgraph has no sparse storage yet (issue #20), so the
-    batches are dense NDArrays with the same values (the file is held sparse in memory and
-    densified one batch at a time). A short last batch is completed from the first rows
-    with ``round_batch`` (``pad`` counts them). ``num_parts``/``part_index`` take the rows
-    ``n*k//num_parts`` to ``n*(k+1)//num_parts``.
+    Each line of ``data_libsvm`` (a file, or a folder whose files are read in name order)
+    is ``label index:value ...`` with 0-based, ascending feature indices below
+    ``data_shape[0]``. A batch's data is a ``CSRNDArray`` of ``(batch_size,) + data_shape``;
+    its label the lines' first numbers (dense, ``(batch_size,)``) or, with ``label_libsvm``,
+    that file's rows as a ``CSRNDArray`` of ``(batch_size,) + label_shape``. The last batch
+    is completed from the first rows (``pad`` counts them) and the next pass continues
+    after them. ``num_parts``/``part_index`` read one part of the file split by bytes, as
+    MXNet splits it (parts start at line starts and may differ in rows). A malformed line
+    raises :class:`~symgraph.base.FileFormatError` naming the file and line.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), 'data.t')
     >>> with open(path, 'w') as f:
     ...     _ = f.write('1.0 0:0.5 2:1.2\\n-2.0\\n-3.0 0:0.6 1:2.4 2:1.2\\n4 2:-1.2\\n')
     >>> it = LibSVMIter(data_libsvm=path, data_shape=(3,), batch_size=3)
-    >>> [b.data[0].asnumpy().tolist() for b in it][1]
-    [[0.0, 0.0, -1.2000000476837158], [0.5, 0.0, 1.2000000476837158], [0.0, 0.0, 0.0]]
+    >>> batch = [b for b in it][1]
+    >>> batch.data[0].stype, batch.data[0].indptr.asnumpy().tolist(), batch.pad
+    ('csr', [0, 1, 3, 3], 2)
     >>> it.getlabel().asnumpy().tolist()
     [4.0, 1.0, -2.0]
     """
     data_shape, label_shape = tuple(data_shape), tuple(label_shape)
-    if len(data_shape) != 1:
-        raise MXNetError(f"LibSVMIter: data_shape must have one dimension, got {data_shape}")
-    labels, *csr = _read_libsvm(data_libsvm, data_shape[0])
-    n = labels.shape[0]
-    rows = slice(n * int(part_index) // int(num_parts), n * (int(part_index) + 1) // int(num_parts))
-    data = _part(csr, rows, data_shape)
-    if label_libsvm in (None, "NULL"):
-        label = labels[rows]
-    else:
-        other, *label_csr = _read_libsvm(label_libsvm, int(np.prod(label_shape)))
-        if other.shape[0] != n:
-            raise MXNetError(f"LibSVMIter: {data_libsvm} has {n} rows but {label_libsvm} "
-                             f"has {other.shape[0]}")
-        label = _part(label_csr, rows, label_shape)
-    loader = BatchLoader(data, label, int(batch_size), _flag(round_batch))
-    return MXDataIter(loader, **kwargs)
-
-
-def _part(csr, rows: slice, shape: tuple) -> _CSRRows:
-    indptr, indices, values = csr
-    lo, hi = indptr[rows.start], indptr[rows.stop]
-    return _CSRRows(indptr[rows.start:rows.stop + 1] - lo, indices[lo:hi], values[lo:hi],
-                    (rows.stop - rows.start,) + shape)
+    num_parts, part_index = int(num_parts), int(part_index)
+    _libsvm_checks(data_shape, label_libsvm, label_shape, num_parts, part_index)
+    if not _flag(round_batch):
+        raise MXNetError("LibSVMIter: sparse batch loader doesn't support round_batch == "
+                         "false yet")
+    if dtype not in (None, "None", "float32", np.float32):
+        raise MXNetError(f"LibSVMIter: dtype {dtype} is not supported (its batches are "
+                         "float32, as MXNet's)")
+    label, data = read_libsvm(data_libsvm, data_shape[0], num_parts, part_index)
+    if label_libsvm not in (None, "NULL"):
+        _, label = read_libsvm(label_libsvm, label_shape[0], num_parts, part_index)
+        if label.shape[0] < data.shape[0]:
+            raise MXNetError(f"LibSVMIter: part {part_index} of {data_libsvm} has "
+                             f"{data.shape[0]} rows but that of {label_libsvm} only "
+                             f"{label.shape[0]}")
+        label = formats.csr_take_rows(label, torch.arange(data.shape[0]))
+    if data.shape[0] == 0:
+        raise MXNetError(f"LibSVMIter: part {part_index} of {num_parts} of {data_libsvm} "
+                         "holds no rows")
+    return MXDataIter(SparseBatchLoader(data, label, int(batch_size)), **kwargs)

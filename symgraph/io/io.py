@@ -6,8 +6,15 @@ from collections import namedtuple
 import numpy as np
 import torch
 
-from ..ndarray import NDArray, array
-from .utils import _init_data
+from ..ndarray import NDArray, array  # noqa: F401 - the doctests use array
+from ..ndarray.sparse_array import CSRNDArray
+from .utils import (
+    _getdata_by_idx,
+    _has_instance,
+    _init_data,
+    _slice_along_batch_axis,
+    _take_rows,
+)
 
 
 class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
@@ -257,11 +264,15 @@ class NDArrayIter(DataIter):
         super().__init__(batch_size)
         self.data = _init_data(data, allow_empty=False, default_name=data_name)
         self.label = _init_data(label, allow_empty=True, default_name=label_name)
+        if last_batch_handle != "discard" and (_has_instance(self.data, CSRNDArray)
+                                               or _has_instance(self.label, CSRNDArray)):
+            raise NotImplementedError("`NDArrayIter` only supports ``CSRNDArray`` with "
+                                      "`last_batch_handle` set to `discard`.")
         if num_parts != 1 or part_index != 0:
             axis = layout.find("N")
             rows = part_rows(self.data[0][1].shape[axis], num_parts, part_index)
-            self.data, self.label = ([(k, NDArray(v._t.index_select(axis, rows)))
-                                      for k, v in source] for source in (self.data, self.label))
+            self.data, self.label = ([(k, _take_rows(v, rows, axis)) for k, v in source]
+                                     for source in (self.data, self.label))
         self.idx = np.arange(self.data[0][1].shape[0])
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
@@ -331,9 +342,10 @@ class NDArrayIter(DataIter):
             end = data_source[0][1].shape[0] if data_source else 0
         axis = self.layout.find("N")
         # a copy, like MXNet 1.9.1's slice_axis: a batch never aliases the source arrays
-        # (narrow + clone: torch's narrow_copy is ~2x slower on large CPU batches)
-        return [NDArray(x[1]._t.narrow(axis, start, min(end, x[1]._t.shape[axis]) - start)
-                        .clone()) for x in data_source]
+        # (narrow + clone: torch's narrow_copy is ~2x slower on large CPU batches); the
+        # batch of a sparse source is dense, as slice_axis's storage fallback makes it
+        return [_slice_along_batch_axis(x[1], slice(start, min(end, x[1].shape[axis])), axis)
+                for x in data_source]
 
     def _concat(self, first_data, second_data) -> list[NDArray]:
         if not first_data or not second_data:
@@ -393,5 +405,5 @@ class NDArrayIter(DataIter):
     def _shuffle_data(self) -> None:
         # MXNet permutes the already-permuted arrays by the cumulative index; so do we
         np.random.shuffle(self.idx)
-        self.data = [(k, array(v.asnumpy()[self.idx], v.context)) for k, v in self.data]
-        self.label = [(k, array(v.asnumpy()[self.idx], v.context)) for k, v in self.label]
+        self.data = _getdata_by_idx(self.data, self.idx)
+        self.label = _getdata_by_idx(self.label, self.idx)

@@ -4,7 +4,7 @@ MXNet builds ``MNISTIter``, ``CSVIter``, ``ImageRecordIter``... in C++ and hands
 ``MXDataIter`` around the handle. symgraph implements ``MNISTIter`` and ``CSVIter`` in
 Python as :class:`NativeIter` objects (the handle) behind the same ``MXDataIter`` front, so
 batches, ``first_batch``, ``provide_data`` and reset behave as MXNet's. The RecordIO image
-iterators (``image_record.py``) and ``LibSVMIter`` (``file_iters.py``) are such handles too.
+iterators (``image_record.py``) and ``LibSVMIter`` (``libsvm.py``) are such handles too.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ..base import MXNetError, unsupported
 from ..ndarray import NDArray
 from .io import DataBatch, DataDesc, DataIter
 
-__all__ = ["MXDataIter", "NativeIter"]
+__all__ = ["BatchLoader", "MXDataIter", "NativeIter", "RowCursor"]
 
 
 class NativeIter:
@@ -117,21 +117,16 @@ class MXDataIter(DataIter):
         return self.handle.pad()
 
 
-class BatchLoader(NativeIter):
-    """Batches of the rows of in-memory arrays, as MXNet's C++ ``BatchLoader``.
+class RowCursor(NativeIter):
+    """Which rows make each batch, as MXNet's C++ ``BatchLoader`` picks them.
 
     A short last batch is completed from the first rows (``round_batch``; the next epoch
-    then starts after them and ``reset`` keeps its place) or left with the previous batch's
-    rows in its tail (``pad`` says how many either way).
+    then starts after them and ``reset`` keeps its place) or left short (``pad`` says how
+    many rows are missing either way). Subclasses copy the rows in ``take``.
     """
 
-    def __init__(self, data: np.ndarray, label: np.ndarray, batch_size: int,
-                 round_batch: bool = True):
-        self._src, self._lab, self._n = data, label, data.shape[0]
-        self.batch_size, self.round_batch = batch_size, round_batch
-        self._data = np.zeros((batch_size,) + data.shape[1:], data.dtype)
-        self._label = np.zeros((batch_size,) + label.shape[1:], label.dtype)
-        self._index = np.zeros(batch_size, np.uint64)
+    def __init__(self, num_rows: int, batch_size: int, round_batch: bool = True):
+        self._n, self.batch_size, self.round_batch = num_rows, batch_size, round_batch
         self._pos = self._overflow = self._pad = 0
 
     def before_first(self) -> None:
@@ -140,30 +135,51 @@ class BatchLoader(NativeIter):
         else:  # the overflow batch already started the next pass
             self._overflow = 0
 
-    def _copy(self, top: int, count: int) -> None:
-        rows = slice(self._pos, self._pos + count)
-        self._data[top:top + count] = self._src[rows]
-        self._label[top:top + count] = self._lab[rows]
-        self._index[top:top + count] = np.arange(rows.start, rows.stop, dtype=np.uint64)
-        self._pos += count
+    def take(self, rows: np.ndarray) -> None:
+        """Make the rows ``rows`` (positions in the data) the current batch."""
+        raise NotImplementedError()
 
     def next(self) -> bool:
         self._pad = 0
         if self._overflow:
             return False
         top = min(self.batch_size, self._n - self._pos)
-        self._copy(0, top)
-        if top == 0:
+        if top <= 0:
             return False
+        rows = np.arange(self._pos, self._pos + top, dtype=np.int64)
         missing = self.batch_size - top
         if missing and self.round_batch:
-            if missing > self._n:
+            if missing > self._n:  # checked before anything moves
                 raise MXNetError("number of input must be bigger than batch size")
-            self._pos = 0
-            self._copy(top, missing)
-            self._overflow = missing
+            rows = np.concatenate([rows, np.arange(missing, dtype=np.int64)])
+            self._pos, self._overflow = missing, missing
+        else:
+            self._pos += top
         self._pad = missing
+        self.take(rows)
         return True
+
+    def pad(self) -> int:
+        return self._pad
+
+
+class BatchLoader(RowCursor):
+    """Dense batches of the rows of in-memory arrays (MXNet's C++ ``BatchLoader``); without
+    ``round_batch`` a short last batch keeps the previous batch's rows in its tail."""
+
+    def __init__(self, data: np.ndarray, label: np.ndarray, batch_size: int,
+                 round_batch: bool = True):
+        super().__init__(data.shape[0], batch_size, round_batch)
+        self._src, self._lab = data, label
+        self._data = np.zeros((batch_size,) + data.shape[1:], data.dtype)
+        self._label = np.zeros((batch_size,) + label.shape[1:], label.dtype)
+        self._index = np.zeros(batch_size, np.uint64)
+
+    def take(self, rows: np.ndarray) -> None:
+        count = rows.shape[0]
+        self._data[:count] = self._src[rows]
+        self._label[:count] = self._lab[rows]
+        self._index[:count] = rows.astype(np.uint64)
 
     def data(self) -> NDArray:
         return NDArray(torch.from_numpy(self._data.copy()))
@@ -173,9 +189,6 @@ class BatchLoader(NativeIter):
 
     def index(self) -> np.ndarray:
         return self._index.copy()
-
-    def pad(self) -> int:
-        return self._pad
 
 
 def libstdcxx_shuffle(n: int, seed: int) -> np.ndarray:

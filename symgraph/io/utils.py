@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections import OrderedDict
 
 import numpy as np
+import torch
 
 from ..ndarray import NDArray, array
+from ..ndarray.sparse_array import CSRNDArray, value_of, wrap
+from ..sparse import formats
 
 
 def _init_data(data, allow_empty: bool, default_name: str) -> list:
@@ -48,10 +51,29 @@ def _has_instance(data, dtype) -> bool:
 
 
 def _getdata_by_idx(data, idx) -> list:
-    """``[(name, array)]`` with every array's rows reordered by ``idx``."""
-    return [(k, array(v.asnumpy()[idx], v.context)) for k, v in data]
+    """``[(name, array)]`` with every array's rows reordered by ``idx``: a csr array stays
+    csr (its rows gathered), any other array becomes a float32 NDArray, as in MXNet."""
+    return [(k, _take_rows(v, idx) if isinstance(v, CSRNDArray)
+             else array(v.asnumpy()[idx], v.context)) for k, v in data]
+
+
+def _take_rows(data: NDArray, rows, batch_axis: int = 0) -> NDArray:
+    """The entries ``rows`` of ``data`` along ``batch_axis``, dtype kept (csr stays csr)."""
+    rows = torch.as_tensor(np.asarray(rows), dtype=torch.int64)
+    if isinstance(data, CSRNDArray) and batch_axis == 0:
+        return wrap(formats.csr_take_rows(value_of(data), rows), data.context)
+    dense = data._t  # a row_sparse source is densified once (MXNet has no parts)
+    return NDArray(dense.index_select(batch_axis, rows.to(dense.device)))
 
 
 def _slice_along_batch_axis(data: NDArray, s: slice, batch_axis: int) -> NDArray:
-    """``data[s]`` along ``batch_axis``."""
+    """``data[s]`` along ``batch_axis``, dense (MXNet 1.9.1's ``slice_axis``, which has no
+    sparse kernel: a csr or row_sparse array's slice is dense too; symgraph densifies only
+    the rows sliced)."""
+    if data._is_sparse and batch_axis == 0:
+        rows = torch.arange(s.start, s.stop)
+        value = value_of(data)
+        if isinstance(value, formats.CSR):
+            return NDArray(formats.to_dense(formats.csr_take_rows(value, rows)))
+        return NDArray(formats.gather_rows(value, rows).data)
     return NDArray(data._t.narrow(batch_axis, s.start, s.stop - s.start).clone())

@@ -5,7 +5,9 @@ harness's scratch ``data`` folder so the tests run offline (for symgraph and, wi
 - ``data/test_images.tar.gz``: what ``http://data.mxnet.io/data/test_images.tar.gz`` holds
   (a ``test_images/`` folder of JPEGs), read by test_gluon_data.py and test_image.py;
 - ``data/cifar/{train,test}.{rec,lst}``: the layout of ``cifar10.zip`` that
-  ``mx.test_utils.get_cifar10`` unpacks (32x32 JPEG records, 5000 per class in train).
+  ``mx.test_utils.get_cifar10`` unpacks (32x32 JPEG records, 5000 per class in train);
+- ``data/news20.t``: what ``news20.t.bz2`` extracts to (LibSVM text, 3993 rows, labels 1 to
+  20, feature indices below 62061), read by test_io.py's LibSVMIter test.
 
 >>> import tempfile, pathlib, tarfile
 >>> d = pathlib.Path(tempfile.mkdtemp()); write_test_images(d, n=3)
@@ -71,3 +73,18 @@ def write_cifar10(folder: Path, per_class: tuple[int, int] = (5000, 1000), seed:
             lines.append(f"{i}\t{float(label)}\t{label}/{i}.jpg\n")
         writer.close()
         (cifar / f"{split}.lst").write_text("".join(lines))
+
+
+def write_news20(folder: Path, rows: int = 3993, features: int = 62061, seed: int = 0) -> None:
+    """``folder/data/news20.t``: LibSVM rows with labels 1..20 and ascending feature indices."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(rows):
+        nnz = int(rng.integers(5, 120))
+        cols = np.sort(rng.choice(features, nnz, replace=False))
+        vals = rng.random(nnz)
+        label = int(rng.integers(1, 21))
+        lines.append(f"{label} " + " ".join(f"{c}:{v:.6f}" for c, v in zip(cols, vals)) + "\n")
+    data = folder / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "news20.t").write_text("".join(lines))

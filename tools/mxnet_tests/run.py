@@ -297,6 +297,7 @@ def run_files(args, names: list[str], oracle: str | None = None) -> list[dict]:
         datasets.write_test_images(scratch)
         if any(name.endswith("test_io.py") for name in names):
             datasets.write_cifar10(scratch)  # 16 s: only for the test that reads it
+            datasets.write_news20(scratch)
         with ThreadPoolExecutor(args.jobs) as pool:
             return list(pool.map(lambda n: run_file(base / n, scratch, opts), names))
     finally:
