@@ -370,7 +370,8 @@ class Executor:
                                  f"{self._output_names[i]} has shape {tuple(head.shape)}")
             buf = self._values[slot]
             if buf is None:  # our own buffer: a captured graph reads it at a fixed address
-                buf = self._values[slot] = torch.empty_like(head)
+                buf = self._values[slot] = torch.empty(tuple(head.shape), dtype=head.dtype,
+                                                       device=head.device)
             buf.copy_(g)
 
     # ------------------------------------------------------------ parameters
@@ -525,7 +526,10 @@ def simple_bind(symbol: Symbol, ctx: Context | None, grad_req="write", type_dict
     stypes = _var_stypes(ig, stype_dict)
     args = []
     for n in arg_names:
-        if n in stypes:
+        if n in shared_names and n in donor and donor[n].shape == all_shapes[n] and \
+                donor[n].stype == stypes.get(n, "default"):
+            args.append(donor[n])
+        elif n in stypes:
             args.append(_alloc_stype(stypes[n], all_shapes[n], all_types[n], ctx))
         elif n in shared_names and n in donor and donor[n].shape == all_shapes[n]:
             args.append(donor[n])
@@ -617,7 +621,7 @@ def _make(symbol, ctx, args, grads, aux, reqs, known_graph=None,
 def _sparse_grad(plan: Plan, name: str, grad: NDArray | None, ctx: Context):
     slot = plan.grad_slot.get(name)
     stype = plan.storage.stype(slot) if grad is not None and slot is not None else "default"
-    if stype == "default":
+    if stype == "default" or grad.stype == stype:  # dense, or shared with another executor
         return grad
     from .ndarray.sparse import zeros as sparse_zeros
     return sparse_zeros(stype, grad.shape, ctx=ctx, dtype=grad.dtype)
