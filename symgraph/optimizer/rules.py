@@ -247,9 +247,17 @@ class SGD(Optimizer):
                     self.multi_precision and _fp16(weights[0]))
 
     def _apply(self, weights, grads, states, lrs, wds, multi_precision) -> None:
-        if has_sparse(weights, grads, states):  # MXNet's per-weight sparse ops
-            sgd_sparse(self, weights, grads, states, (lrs, wds), multi_precision)
-            return
+        sparse = [i for i, wgs in enumerate(zip(weights, grads, states)) if has_sparse(*wgs)]
+        if sparse:  # MXNet's per-weight sparse ops; the dense weights stay in one fused call
+            def pick(xs, idx):
+                return [xs[i] for i in idx]
+            sgd_sparse(self, pick(weights, sparse), pick(grads, sparse), pick(states, sparse),
+                       (pick(lrs, sparse), pick(wds, sparse)), multi_precision)
+            dense = [i for i in range(len(weights)) if i not in set(sparse)]
+            if not dense:
+                return
+            weights, grads, states, lrs, wds = (pick(xs, dense) for xs in
+                                                (weights, grads, states, lrs, wds))
         if multi_precision:
             masters = [s[1] for s in states]
             moms = [s[0] for s in states]

@@ -48,8 +48,7 @@ def sparse_update(name: str, arrays: list, **attrs) -> None:
     ``name(*arrays, out=arrays[0], **attrs)`` does: the weight and the states in place."""
     op = get_op(name)
     where = f"operator {name}"
-    p = op_params(op, {k: to_attr_string(v) for k, v in attrs.items() if v is not None}, where)
-    p = type(p)({**p, "_out_is_input": (0,)})
+    p = _params(op, name, attrs)
     values = [value_of(a) for a in arrays]
     if op.infer_shape(p, [tuple(v.shape) for v in values]) is None:
         raise ValueError(f"{where}: cannot infer shapes from {[v.shape for v in values]}")
@@ -57,6 +56,21 @@ def sparse_update(name: str, arrays: list, **attrs) -> None:
     outs = dispatch.run(op, p, values, len(values), rt, where)
     if outs[0] is not values[0]:
         assign(arrays[0], outs[0])
+
+
+_PARAMS: dict[tuple, object] = {}  # (op, attributes) -> parsed params (the same each step)
+
+
+def _params(op, name: str, attrs: dict):
+    key = (name, tuple(sorted((k, v) for k, v in attrs.items() if v is not None)))
+    p = _PARAMS.get(key)
+    if p is None:
+        parsed = op_params(op, {k: to_attr_string(v) for k, v in key[1]}, f"operator {name}")
+        p = type(parsed)({**parsed, "_out_is_input": (0,)})
+        if len(_PARAMS) > 4096:  # a learning-rate schedule makes new keys
+            _PARAMS.clear()
+        _PARAMS[key] = p
+    return p
 
 
 def run_densely(update: Callable, weight: NDArray, grad: NDArray, state) -> None:

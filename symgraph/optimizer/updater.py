@@ -263,8 +263,15 @@ _MAX_PLANS = 64
 
 
 def _T(arr: NDArray):
-    """What an array holds: its tensor, or a sparse array's value (never a dense copy)."""
+    """What an array holds: its tensor, or for a sparse array its value (never a dense
+    copy)."""
     return arr._value if arr._is_sparse else arr._t
+
+
+def _held(arr: NDArray):
+    """What a kept plan depends on: a dense array's tensor (prepared steps capture it); a
+    sparse array itself (its value changes every step, and the steps read it at call time)."""
+    return arr if arr._is_sparse else arr._t
 
 
 _MISSING = object()
@@ -280,7 +287,7 @@ class _Plan:
         self.optimizer, self.keys, self.states = updater.optimizer, list(indices), states
         self.size = len(weights) + len(grads)
         self.arrays = weights + grads + [a for s in states for a in _nd_leaves(s)]
-        self.tensors = list(map(_T, self.arrays))
+        self.tensors = list(map(_held, self.arrays))
         self.steps = [updater.optimizer._prepare_aggregated(*group)
                       for group in _by_dtype(indices, weights, grads, states)]
 
@@ -290,7 +297,7 @@ class _Plan:
                 and all(map(is_, arrays, self.arrays))
                 and all(map(is_, map(updater.states.get, self.keys, repeat(_MISSING)),
                             self.states))
-                and all(map(is_, map(_T, self.arrays), self.tensors)))
+                and all(map(is_, map(_held, self.arrays), self.tensors)))
 
 
 def _nd_leaves(state) -> list:
@@ -307,8 +314,8 @@ def _device_id(weight: NDArray) -> int:
     ctx = weight._ctx
     if ctx is not None:
         return ctx.device_id
-    t = weight._t
-    return (t.device.index or 0) if t.is_cuda else 0
+    device = _T(weight).device  # a sparse weight's value: never a dense copy
+    return (device.index or 0) if device.type == "cuda" else 0
 
 
 def _by_dtype(indices: list, weights: list, grads: list, states: list) -> list[tuple]:

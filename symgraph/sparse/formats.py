@@ -127,11 +127,11 @@ def row_sparse(data: torch.Tensor, indices: torch.Tensor, shape: tuple) -> RowSp
     """A :class:`RowSparse` from rows given in any order, duplicates summed."""
     indices = indices.to(INDEX)
     if indices.numel() > 1 and not bool((indices[1:] > indices[:-1]).all()):
-        uniq, inverse = torch.unique(indices, sorted=True, return_inverse=True)
-        summed = torch.zeros((uniq.numel(), *data.shape[1:]), dtype=data.dtype,
-                             device=data.device)
-        data = summed.index_add_(0, inverse, data)
-        indices = uniq
+        # torch's COO coalesce sorts and sums in one native call (faster than unique +
+        # index_add); the shape's leading size does not matter to it
+        coo = torch.sparse_coo_tensor(indices[None], data, (int(shape[0]), *data.shape[1:]),
+                                      check_invariants=False).coalesce()
+        data, indices = coo._values(), coo._indices()[0]
     return RowSparse(data, indices, tuple(shape))
 
 
