@@ -31,3 +31,17 @@ def test_bench_gluon_runs_both_heads():
     from benchmarks import bench_gluon
     for head in ("loss", "softmax_output"):
         assert bench_gluon.gluon_rate(mx, 2, head) > 0
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_bench_sparse_peers_run_and_the_sparse_gradient_holds_rows_only(optimizer):
+    from benchmarks import bench_sparse
+    for peer in bench_sparse.PEERS:
+        got = bench_sparse.run_peer(peer, optimizer, vocab=2000, steps=2)
+        assert got["ms_per_step"] > 0 and got["peak_rss_mb"] > 0
+        dense_bytes = 2000 * bench_sparse.DIM * 4
+        if peer.endswith("sparse"):  # only the batch's rows (at most DISTINCT), never all
+            assert 0 < got["embedding_grad_bytes"] <= bench_sparse.DISTINCT * (
+                bench_sparse.DIM * 4 + 8) * 2
+        else:
+            assert got["embedding_grad_bytes"] == dense_bytes
