@@ -261,6 +261,14 @@ def _prepared(op, params, in_shapes: tuple, out_shapes: tuple):
     return hit[1]
 
 
+def _slots(layout, nid: int) -> tuple:
+    """(node, input slots (regular then aux), number of regular inputs, output slots)."""
+    graph = layout.graph
+    node = graph.nodes[nid]
+    return (node, layout.ins[nid], node.num_regular_inputs(),
+            list(range(graph.row_ptr[nid], graph.row_ptr[nid + 1])))
+
+
 def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
                 read: Callable[[int], bool] | None = None) -> Unit:
     """A unit for one node: its Triton kernel, a generated kernel, or its torch reference.
@@ -268,11 +276,8 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
     ``read(slot)`` says whether anything reads an output (ops may then skip the others).
     """
     graph = layout.graph
-    node = graph.nodes[nid]
+    node, ins, n_reg, outs = _slots(layout, nid)
     op = node.op
-    ins = layout.ins[nid]
-    n_reg = node.num_regular_inputs()
-    outs = list(range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
     params = _params_for(node, outs, read, shapes)
     fn, label = op.forward, f"torch:{op.name}"
     if op.hints.view:  # a reshape: metadata only, no kernel launch on any backend
@@ -292,12 +297,8 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
 def storage_unit(layout, nid: int, shapes, read: Callable[[int], bool] | None = None) -> Unit:
     """A unit for a node that touches sparse values: its sparse kernel or, where it has
     none for these storage types, its dense forward on dense copies (storage dispatch)."""
-    graph = layout.graph
-    node = graph.nodes[nid]
+    node, ins, n_reg, outs = _slots(layout, nid)
     op = node.op
-    ins = layout.ins[nid]
-    n_reg = node.num_regular_inputs()
-    outs = list(range(graph.row_ptr[nid], graph.row_ptr[nid + 1]))
     where = f"operator {node.name} ({op.name})"
 
     def run(p, ins_v, aux_v, rt):
