@@ -323,14 +323,18 @@ def wait_for_go(mx) -> dict:
     return {"rank": kv.rank, "sum": out.asnumpy().tolist(), "listening": found}
 
 
-def main() -> None:
-    scenario, out = sys.argv[1], sys.argv[2]
-    import symgraph as mx
-    got = globals()[scenario](mx)
+def write_result(got: dict, out: str) -> None:
+    """A worker's result as ``<out>.<rank>`` (JSON, written atomically)."""
     path = f"{out}.{got['rank']}"
     with open(path + ".tmp", "w") as f:
         json.dump(got, f)
     os.replace(path + ".tmp", path)
+
+
+def main() -> None:
+    scenario, out = sys.argv[1], sys.argv[2]
+    import symgraph as mx
+    write_result(globals()[scenario](mx), out)
 
 
 if __name__ == "__main__":
