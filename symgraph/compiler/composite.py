@@ -91,11 +91,15 @@ class Expansion:
                      if n.name == node.name and i == k), None)
 
 
-def expand(heads: list[Entry]) -> list[Entry]:
+def expand(heads: list[Entry], keep: Callable[[OpDef], bool] | None = None) -> list[Entry]:
     """The heads of the graph with every composite node replaced by its decomposition
-    (``heads`` itself when there is none); the user's graph is not changed."""
+    (``heads`` itself when there is none); the user's graph is not changed. ``keep(op)``
+    True leaves that op's nodes whole (an exporter with a direct translation of it)."""
     order = dfs_post_order(heads)
-    if not any(n.op is not None and n.op.decompose is not None for n in order):
+
+    def expands(n: Node) -> bool:
+        return n.op is not None and n.op.decompose is not None and not (keep and keep(n.op))
+    if not any(expands(n) for n in order):
         return heads
     mapped: dict[int, list[Entry]] = {}
     for node in order:
@@ -103,7 +107,7 @@ def expand(heads: list[Entry]) -> list[Entry]:
             mapped[id(node)] = [(node, 0)]
             continue
         inputs = [mapped[id(src)][k] for src, k in node.inputs]
-        if node.op.decompose is None:
+        if not expands(node):
             same = all(a[0] is b[0] and a[1] == b[1] for a, b in zip(inputs, node.inputs))
             new = node if same else node.with_inputs(inputs)
             mapped[id(node)] = [(new, k) for k in range(node.num_outputs)]

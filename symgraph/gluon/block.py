@@ -591,7 +591,7 @@ class HybridBlock(Block):
                 grouped.append(var)
             params = {k: p.var() for k, p in self._reg_params.items()}
             with self.name_scope():
-                out = self.hybrid_forward(_symbol_module(), *_regroup(grouped, self._in_format),
+                out = self.hybrid_forward(symbol, *_regroup(grouped, self._in_format),
                                           **params)
             out, self._out_format = _flatten(out, "output")
             self._cached_graph = inputs, _sym.Group(out) if len(out) > 1 else out[0]
@@ -702,7 +702,7 @@ class HybridBlock(Block):
         if has_symbol:
             params = {k: p.var() for k, p in self._reg_params.items()}
             with self.name_scope():
-                return self.hybrid_forward(_symbol_module(), x, *args, **params)
+                return self.hybrid_forward(symbol, x, *args, **params)
         if not self._active and self._runs_imperatively((x,) + args):
             return self._forward_imperative(x, *args)
         return self._call_cached_op(x, *args)
@@ -755,6 +755,11 @@ class HybridBlock(Block):
                 warnings.warn(f'Parameter "{name}" is not found in the graph. ', stacklevel=2)
         _nd.save(f"{path}-{epoch:04d}.params", arrays)
 
+    def to_torch(self, *args):
+        """This block as a ``torch.fx.GraphModule`` (see ``symgraph.export.to_torch``)."""
+        from ..export.torch_module import block_to_torch
+        return block_to_torch(self, *args)
+
 
 class _ParamArrays:
     """A block graph's parameters on a context: name -> (data, grad or None, grad_req), kept
@@ -778,10 +783,6 @@ class _ParamArrays:
             out[name] = (p.data(ctx), None if req == "null" else p.grad(ctx), req)
         self.kept = (key, out)
         return out
-
-
-def _symbol_module():
-    return symbol
 
 
 def _np_dtype_name(dtype) -> str:

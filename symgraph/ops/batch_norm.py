@@ -100,7 +100,8 @@ def _view(x: torch.Tensor, ax: int) -> tuple[list[int], list[int]]:
 def _reset_gamma(gamma: torch.Tensor) -> None:
     """MXNet writes ones into a fixed gamma (it shows in saved parameters)."""
     if gamma._base is None:  # never through a view that aliases another value
-        gamma.fill_(1)
+        with torch.no_grad():  # a torch module's gamma is a leaf Parameter
+            gamma.fill_(1)
 
 
 def _forward(p, ins, aux, rt):
@@ -114,8 +115,9 @@ def _forward(p, ins, aux, rt):
     if rt.is_train and not p.use_global_stats:
         mean = xc.mean(dim=red)
         var = xc.var(dim=red, unbiased=False)
-        moving_mean.mul_(p.momentum).add_(mean, alpha=1.0 - p.momentum)
-        moving_var.mul_(p.momentum).add_(var, alpha=1.0 - p.momentum)
+        # detached: running statistics take no part in autograd (a torch module's buffers)
+        moving_mean.mul_(p.momentum).add_(mean.detach(), alpha=1.0 - p.momentum)
+        moving_var.mul_(p.momentum).add_(var.detach(), alpha=1.0 - p.momentum)
     else:
         mean, var = moving_mean.clone(), moving_var
     invstd = torch.rsqrt(var + p.eps)

@@ -312,6 +312,15 @@ def _forward(p, ins, aux, rt):
     return _results(p, y, hy, cy, seed, ins[0], reserve)
 
 
+def autograd_forward(p, ins, aux, rt):
+    """The visible outputs through torch's fused kernels, differentiable by autograd (no
+    reserve: what a PyTorch module made from the graph runs)."""
+    _check_supported(p, rt.is_train)
+    seed = _draw_seed(p, rt)
+    y, hy, cy = run(p, ins[0], ins[1], ins[2], ins[3] if p.mode == "lstm" else None, seed)
+    return [y, hy, cy][:_num_visible(p)]
+
+
 # ---------------------------------------------------------------- backward
 
 def _backward_inputs(p) -> list[str]:
