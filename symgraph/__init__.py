@@ -45,7 +45,7 @@ _LAZY = {
     "autograd": "imperative.autograd", "util": "util", "runtime": "runtime", "engine": "engine",
     "log": "log", "registry": "registry", "error": "error", "libinfo": "libinfo",
     "mon": "monitor", "rnd": "random", "contrib": "contrib", "operator": "operator",
-    "recordio": "recordio",
+    "recordio": "recordio", "onnx": "onnx",
     "image": "image", "img": "image",
     "viz": "visualization", "visualization": "visualization", "profiler": "profiler",
 }

@@ -39,10 +39,8 @@ MODULES: dict[str, str] = {
     "contrib.io": "contrib.io's DataLoaderIter is not implemented yet (data/tools issue)",
     "contrib.tensorrt": "TensorRT integration needs MXNet's C++ build",
     "contrib.amp": "automatic mixed precision (contrib.amp) is not implemented yet",
-    "contrib.onnx": "ONNX export/import is not implemented yet",
     "contrib.quantization": "quantization is not implemented",
     "contrib.text": "contrib.text is not implemented",
-    "onnx": "ONNX export/import is not implemented yet",
     "gluon.contrib.estimator": "the Gluon Estimator training loop is not implemented",
     "gluon.contrib.data": "gluon.contrib.data's samplers and text datasets are not "
                           "implemented yet (data/tools issue)",

@@ -324,6 +324,7 @@ MANY_PARAMETERS: dict[str, str] = {
     "symgraph.training.feedforward:FeedForward.create": _MXNET,
     "symgraph.training.feedforward:FeedForward.fit": _MXNET,
     "symgraph.gluon.block:HybridBlock.hybridize": _MXNET,
+    "symgraph.onnx.export:export_model": _MXNET,
     "symgraph.gluon.block:HybridBlock.optimize_for": _MXNET,
     "symgraph.gluon.contrib.nn.basic_layers:SyncBatchNorm.__init__": _MXNET,
     "symgraph.gluon.contrib.rnn.rnn_cell:dynamic_unroll": _MXNET,

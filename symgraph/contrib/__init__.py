@@ -1,5 +1,6 @@
 """``mx.contrib``: the legacy ``contrib.autograd`` API and the ``contrib.ndarray`` /
-``contrib.symbol`` operator namespaces. Its other parts (amp, onnx, quantization, text,
+``contrib.symbol`` operator namespaces. ``contrib.onnx`` is MXNet's older path of
+``mx.onnx``. Its other parts (amp, quantization, text,
 tensorboard, svrg) are stand-ins that raise ``UnsupportedError`` when used."""
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import importlib
 # ndarray namespaces that import ``contrib.functions``
 _NAMESPACES = {"ndarray": "symgraph.ndarray.contrib", "nd": "symgraph.ndarray.contrib",
                "symbol": "symgraph.symbol.contrib", "sym": "symgraph.symbol.contrib",
-               "autograd": "symgraph.contrib.autograd"}
+               "autograd": "symgraph.contrib.autograd", "onnx": "symgraph.contrib.onnx"}
 
 
 def __getattr__(name: str):

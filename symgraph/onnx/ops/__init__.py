@@ -1,0 +1,5 @@
+"""The ONNX translations, one module per family; importing this package fills
+:data:`symgraph.onnx.emitter.CONVERTERS`."""
+from __future__ import annotations
+
+from . import elemwise, index, nn, reduce, rnn, tensor, vision  # noqa: F401

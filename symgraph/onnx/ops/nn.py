@@ -1,0 +1,266 @@
+"""ONNX translations of the neural-network layers: convolution, pooling, normalisation,
+activations, fully connected, softmax heads, embedding, dropout."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..emitter import Emitter, NodeCtx, converts
+
+
+def _spatial(p, name: str, rank: int, default: int) -> list[int]:
+    value = tuple(getattr(p, name) or ())
+    return list(value) if value else [default] * rank
+
+
+def _check_layout(n: NodeCtx) -> None:
+    layout = str(n.p.get("layout", "None"))
+    if layout not in ("None", "NCW", "NCHW", "NCDHW"):
+        raise n.fail(f"layout {layout} (ONNX convolutions are channels-first)")
+
+
+@converts("Convolution")
+def convolution(e: Emitter, n: NodeCtx):
+    _check_layout(n)
+    p, k = n.p, len(n.p.kernel)
+    pad = _spatial(p, "pad", k, 0)
+    ins = n.ins[:2] if p.no_bias else n.ins[:3]
+    return [e.one("Conv", ins, n.outs[0], kernel_shape=list(p.kernel),
+                  strides=_spatial(p, "stride", k, 1), dilations=_spatial(p, "dilate", k, 1),
+                  pads=pad + pad, group=p.num_group)]
+
+
+@converts("Deconvolution")
+def deconvolution(e: Emitter, n: NodeCtx):
+    _check_layout(n)
+    p, k = n.p, len(n.p.kernel)
+    pad, adj = _spatial(p, "pad", k, 0), _spatial(p, "adj", k, 0)
+    stride, dilate = _spatial(p, "stride", k, 1), _spatial(p, "dilate", k, 1)
+    if tuple(p.target_shape or ()):  # MXNet derives pad and adj from the wanted size
+        got = n.out_shapes[0][2:]
+        full = [(i - 1) * s + d * (kk - 1) + 1 for i, s, d, kk in
+                zip(n.in_shapes[0][2:], stride, dilate, p.kernel)]
+        total = [f - g for f, g in zip(full, got)]
+        pad = [(t + 1) // 2 for t in total]
+        adj = [2 * pd - t for pd, t in zip(pad, total)]
+    ins = n.ins[:2] if p.no_bias else n.ins[:3]
+    return [e.one("ConvTranspose", ins, n.outs[0], kernel_shape=list(p.kernel),
+                  strides=stride, dilations=dilate, pads=pad + pad, output_padding=adj,
+                  group=p.num_group)]
+
+
+@converts("BatchNorm", "_contrib_SyncBatchNorm")
+def batch_norm(e: Emitter, n: NodeCtx):
+    p = n.p
+    rank = len(n.in_shapes[0])
+    axis = p.axis % rank if "axis" in p else 1
+    if p.get("output_mean_var"):
+        raise n.fail("output_mean_var (batch statistics are outputs of training)")
+    gamma = n.ins[1]
+    if p.fix_gamma:
+        gamma = e.const(np.ones(n.in_shapes[1], dtype=np.float32), hint="gamma_fixed")
+    x = n.ins[0]
+    if axis != 1:
+        perm = _move(rank, axis, 1)
+        x = e.one("Transpose", [x], perm=perm)
+    out = e.one("BatchNormalization", [x, gamma, n.ins[2], n.ins[3], n.ins[4]],
+                None if axis != 1 else n.outs[0], epsilon=float(p.eps),
+                momentum=float(p.momentum))
+    if axis != 1:
+        out = e.one("Transpose", [out], n.outs[0], perm=list(np.argsort(_move(rank, axis, 1))))
+    return [out]
+
+
+def _move(rank: int, src: int, dst: int) -> list[int]:
+    perm = [i for i in range(rank) if i != src]
+    perm.insert(dst, src)
+    return perm
+
+
+_ACTIVATIONS = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "softrelu": "Softplus",
+                "softsign": "Softsign"}
+
+
+def activation(e: Emitter, x: str, act: str, out: str | None, n: NodeCtx) -> str:
+    """``x`` through MXNet's activation ``act``."""
+    if act in _ACTIVATIONS:
+        return e.one(_ACTIVATIONS[act], [x], out)
+    if act == "log_sigmoid":
+        return e.one("Log", [e.one("Sigmoid", [x])], out)
+    if act == "mish":
+        return e.one("Mul", [x, e.one("Tanh", [e.one("Softplus", [x])])], out)
+    raise n.fail(f"activation {act}")
+
+
+@converts("Activation")
+def activation_op(e: Emitter, n: NodeCtx):
+    return [activation(e, n.ins[0], n.p.act_type, n.outs[0], n)]
+
+
+@converts("relu", "sigmoid", "tanh", "softsign")
+def activation_fn(e: Emitter, n: NodeCtx):
+    return [activation(e, n.ins[0], n.op, n.outs[0], n)]
+
+
+_SELU_ALPHA, _SELU_GAMMA = 1.6732632423543772, 1.0507009873554805
+
+
+@converts("LeakyReLU")
+def leaky_relu(e: Emitter, n: NodeCtx):
+    p, x, out = n.p, n.ins[0], n.outs[0]
+    act = p.act_type
+    if act == "leaky":
+        return [e.one("LeakyRelu", [x], out, alpha=float(p.slope))]
+    if act == "rrelu":  # inference uses the mean slope
+        return [e.one("LeakyRelu", [x], out, alpha=(p.lower_bound + p.upper_bound) / 2)]
+    if act == "elu":
+        return [e.one("Elu", [x], out, alpha=float(p.slope))]
+    if act == "selu":
+        return [e.one("Selu", [x], out, alpha=_SELU_ALPHA, gamma=_SELU_GAMMA)]
+    if act == "gelu":
+        half = e.scalar(0.5, n.in_dtypes[0])
+        erf = e.one("Erf", [e.one("Mul", [x, e.scalar(1 / math.sqrt(2), n.in_dtypes[0])])])
+        return [e.one("Mul", [e.one("Mul", [x, half]),
+                              e.one("Add", [erf, e.scalar(1.0, n.in_dtypes[0])])], out)]
+    if act == "prelu":
+        rank = len(n.in_shapes[0])
+        gamma = n.ins[1]
+        if rank > 2 and n.in_shapes[1] != (1,):  # (C,) broadcast over (N, C, ...)
+            gamma = e.unsqueeze(gamma, list(range(1, rank - 1)))
+        return [e.one("PRelu", [x, gamma], out)]
+    raise n.fail(f"act_type {act}")
+
+
+@converts("Pooling")
+def pooling(e: Emitter, n: NodeCtx):
+    _check_layout(n)
+    p, x, out = n.p, n.ins[0], n.outs[0]
+    rank = len(n.in_shapes[0]) - 2
+    kind = p.pool_type
+    if p.global_pool:
+        if kind == "max":
+            return [e.one("GlobalMaxPool", [x], out)]
+        if kind == "avg":
+            return [e.one("GlobalAveragePool", [x], out)]
+        kernel = list(n.in_shapes[0][2:])
+        pad, stride = [0] * rank, [1] * rank
+    else:
+        kernel = list(p.kernel)
+        pad, stride = _spatial(p, "pad", rank, 0), _spatial(p, "stride", rank, 1)
+    if p.pooling_convention == "same":
+        raise n.fail("pooling_convention 'same'")
+    attrs = dict(kernel_shape=kernel, strides=stride, pads=pad + pad,
+                 ceil_mode=int(p.pooling_convention == "full"))
+    if kind == "max":
+        return [e.one("MaxPool", [x], out, **attrs)]
+    if kind == "lp":
+        attrs.pop("ceil_mode")
+        return [e.one("LpPool", [x], out, p=int(p.p_value or 2), **attrs)]
+    include = p.count_include_pad is None or bool(p.count_include_pad)
+    if kind == "avg":
+        return [e.one("AveragePool", [x], out, count_include_pad=int(include), **attrs)]
+    avg = e.one("AveragePool", [x], count_include_pad=1, **attrs)  # sum = avg * window
+    return [e.one("Mul", [avg, e.scalar(float(np.prod(kernel)), n.in_dtypes[0])], out)]
+
+
+@converts("FullyConnected")
+def fully_connected(e: Emitter, n: NodeCtx):
+    p, x = n.p, n.ins[0]
+    rank = len(n.in_shapes[0])
+    if p.flatten and rank != 2:
+        x = e.one("Flatten", [x], axis=1)
+        rank = 2
+    if rank == 2:
+        ins = [x, n.ins[1]] + ([] if p.no_bias else [n.ins[2]])
+        return [e.one("Gemm", ins, n.outs[0], transB=1)]
+    wt = e.one("Transpose", [n.ins[1]], perm=[1, 0])
+    if p.no_bias:
+        return [e.one("MatMul", [x, wt], n.outs[0])]
+    return [e.one("Add", [e.one("MatMul", [x, wt]), n.ins[2]], n.outs[0])]
+
+
+@converts("Flatten")
+def flatten(e: Emitter, n: NodeCtx):
+    return [e.one("Flatten", [n.ins[0]], n.outs[0], axis=1)]
+
+
+@converts("Dropout")
+def dropout(e: Emitter, n: NodeCtx):
+    """Identity at inference; ``mode='always'`` drops at inference too (ONNX's training
+    mode Dropout)."""
+    if n.p.mode != "always" or n.p.p == 0:
+        return [n.ins[0]]
+    if tuple(n.p.axes or ()):
+        raise n.fail("mode 'always' with axes (a mask shared across axes)")
+    ratio = e.scalar(float(n.p.p), n.in_dtypes[0])
+    return [e.node("Dropout", [n.ins[0], ratio, e.const(np.array(True))], [n.outs[0]])[0]]
+
+
+def softmax_axis(e: Emitter, x: str, shape: tuple, axis: int, out: str | None,
+                 op_type: str = "Softmax") -> str:
+    """``op_type`` (Softmax/LogSoftmax) over one axis in every opset (before 13 ONNX
+    flattens from ``axis``: the axis goes last first)."""
+    rank = len(shape)
+    axis %= rank
+    if e.opset >= 13 or axis == rank - 1:
+        return e.one(op_type, [x], out, axis=axis)
+    perm = _move(rank, axis, rank - 1)
+    y = e.one(op_type, [e.one("Transpose", [x], perm=perm)], axis=rank - 1)
+    return e.one("Transpose", [y], out, perm=[int(i) for i in np.argsort(perm)])
+
+
+@converts("SoftmaxOutput")
+def softmax_output(e: Emitter, n: NodeCtx):
+    """Inference output of the loss head: the probabilities (the label is not read)."""
+    p, x, shape = n.p, n.ins[0], n.in_shapes[0]
+    if p.preserve_shape:
+        return [softmax_axis(e, x, shape, -1, n.outs[0])]
+    if p.multi_output:
+        return [softmax_axis(e, x, shape, 1, n.outs[0])]
+    if len(shape) == 2:
+        return [e.one("Softmax", [x], n.outs[0], axis=1)]
+    flat = e.one("Softmax", [e.one("Flatten", [x], axis=1)], axis=1)
+    return [e.one("Reshape", [flat, e.dims(x, shape)], n.outs[0])]
+
+
+def _tempered(e: Emitter, n: NodeCtx) -> str:
+    t = n.p.get("temperature")
+    if t is None or float(t) == 1.0:
+        return n.ins[0]
+    return e.one("Div", [n.ins[0], e.scalar(float(t), n.in_dtypes[0])])
+
+
+@converts("softmax", "log_softmax")
+def softmax(e: Emitter, n: NodeCtx):
+    if n.p.get("use_length"):
+        raise n.fail("use_length (a length-masked softmax)")
+    op_type = "Softmax" if n.op == "softmax" else "LogSoftmax"
+    y = softmax_axis(e, _tempered(e, n), n.in_shapes[0], n.p.axis, None, op_type)
+    return [_cast_to(e, y, n.in_dtypes[0], n.out_dtypes[0], n.outs[0])]
+
+
+def _cast_to(e: Emitter, value: str, have, want, out: str) -> str:
+    if want is None or have == want:
+        return e.one("Identity", [value], out)
+    return e.cast(value, want, out)
+
+
+@converts("Embedding")
+def embedding(e: Emitter, n: NodeCtx):
+    idx = e.cast(n.ins[0], "int64")
+    # MXNet clips indices into [0, input_dim)
+    idx = e.one("Clip", [idx, e.scalar(0, "int64"), e.scalar(n.p.input_dim - 1, "int64")])
+    return [e.one("Gather", [n.ins[1], idx], n.outs[0], axis=0)]
+
+
+@converts("clip")
+def clip(e: Emitter, n: NodeCtx):
+    dtype = n.in_dtypes[0]
+    return [e.one("Clip", [n.ins[0], e.scalar(n.p.a_min, dtype), e.scalar(n.p.a_max, dtype)],
+                  n.outs[0])]
+
+
+@converts("Concat")
+def concat(e: Emitter, n: NodeCtx):
+    return [e.one("Concat", n.ins, n.outs[0], axis=int(n.p.dim))]
