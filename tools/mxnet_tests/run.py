@@ -273,7 +273,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mxnet-src", required=True, type=Path,
                         help="a checkout of apache/mxnet at tag 1.9.1")
-    parser.add_argument("--files", nargs="*", help="unittest/NAME.py or train/NAME.py")
+    parser.add_argument("--files", nargs="*",
+                        help="unittest/NAME.py, train/NAME.py or python-pytest/onnx/NAME.py")
     parser.add_argument("--out", type=Path, default=HERE / "results.json")
     parser.add_argument("--table", type=Path, default=ROOT / "docs" / "mxnet_tests.md")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per test")
@@ -287,9 +288,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _test_path(tests: Path, name: str) -> Path:
+    """``unittest/X.py`` and ``train/X.py`` under ``tests/python``; ``python-pytest/...``
+    (the ONNX tests) under ``tests``."""
+    return tests / name if name.startswith("python-pytest/") else tests / "python" / name
+
+
 def run_files(args, names: list[str], oracle: str | None = None) -> list[dict]:
     """Every named file's row, ``args.jobs`` files at a time, in one scratch folder."""
-    base = args.mxnet_src / "tests" / "python"
+    tests = args.mxnet_src / "tests"
     opts = RunOptions(args.timeout, args.keyword, oracle)
     scratch = Path(tempfile.mkdtemp(prefix="mxnet_tests_"))
     try:
@@ -299,7 +306,8 @@ def run_files(args, names: list[str], oracle: str | None = None) -> list[dict]:
             datasets.write_cifar10(scratch)  # 16 s: only for the test that reads it
             datasets.write_news20(scratch)
         with ThreadPoolExecutor(args.jobs) as pool:
-            return list(pool.map(lambda n: run_file(base / n, scratch, opts), names))
+            return list(pool.map(lambda n: run_file(_test_path(tests, n), scratch, opts),
+                                  names))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

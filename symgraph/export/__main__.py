@@ -1,0 +1,7 @@
+"""``python -m symgraph.export``: see :mod:`symgraph.export.cli`."""
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
