@@ -107,3 +107,13 @@ def test_khatri_rao_rejects_column_mismatch():
     sym = mx.sym.khatri_rao(mx.sym.Variable("a"), mx.sym.Variable("b"))
     with pytest.raises(MXNetError, match=r"3 columns, got input 1 of shape \(4, 2\)"):
         sym.infer_shape(a=(2, 3), b=(4, 2))
+
+
+def test_round_is_exact_below_a_half():
+    """Regression: floor(|x| + 0.5) rounded 0.49999997 (float32) up to 1; MXNet's round is
+    C's roundf. Checked on every path (nd function, NDArray method, bound symbol)."""
+    x = mx.nd.array(np.array([0.49999997, -0.49999997, 0.5, -2.5, 2.4999998], "float32"))
+    want = [0.0, -0.0, 1.0, -3.0, 2.0]
+    sym = mx.sym.round(mx.sym.var("x"))
+    for got in (mx.nd.round(x), x.round(), sym.eval(x=x)[0], mx.nd.contrib.round_ste(x)):
+        np.testing.assert_array_equal(got.asnumpy(), want)

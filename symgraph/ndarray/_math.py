@@ -15,7 +15,7 @@ import torch
 
 from .. import profiler as _profiler
 from ..base import TORCH_TO_NAME, DTypeError, ShapeError
-from ..ops.elementwise import mxnet_div, mxnet_mod
+from ..ops.elementwise import mxnet_div, mxnet_mod, round_half_away
 
 FLOATS = (torch.float16, torch.float32, torch.float64, torch.bfloat16)
 
@@ -113,8 +113,8 @@ def _rint(t: torch.Tensor) -> torch.Tensor:
 
 
 def _round_half_away(t: torch.Tensor) -> torch.Tensor:
-    # MXNet's round rounds halves away from zero.
-    return torch.sign(t) * torch.floor(torch.abs(t) + 0.5) if is_float(t.dtype) else t.clone()
+    # MXNet's round rounds halves away from zero (the op's own function: one implementation)
+    return round_half_away(t) if is_float(t.dtype) else t.clone()
 
 
 # name -> (function, needs a float input). Integer inputs of float-only functions are

@@ -35,7 +35,7 @@ import torch
 from ..attrs import MAX_VARIADIC, Param
 from ..base import ShapeError
 from .base import Case, OpDef, PlanHints, Storage, elemwise_shape, register, unary_shape
-from .elementwise import _SCALAR, TRITON, unary
+from .elementwise import _SCALAR, TRITON, round_half_away, unary
 
 # ------------------------------------------------------------------ quadratic
 
@@ -97,7 +97,7 @@ register(OpDef(
 
 TRITON["_contrib_round_ste"] = TRITON["round"]
 TRITON["_contrib_sign_ste"] = TRITON["sign"]
-unary("_contrib_round_ste", lambda x: torch.sign(x) * torch.floor(torch.abs(x) + 0.5),
+unary("_contrib_round_ste", round_half_away,
       lambda g, x, y, dy: dy, "round half away from zero", fd=False,
       doc="``round(x)`` with the straight-through gradient ``dx = dy``.")
 unary("_contrib_sign_ste", torch.sign, lambda g, x, y, dy: dy, "sign(x)", fd=False,

@@ -29,7 +29,9 @@ TRITON = {
     "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "(tl.sin({0}) / tl.cos({0}))",
     "erf": "tl.erf({0})", "softsign": "({0} / (1.0 + tl.abs({0})))",
     "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
-    "round": "tl.where({0} >= 0.0, tl.floor({0} + 0.5), tl.ceil({0} - 0.5))",
+    "round": "(tl.where({0} >= 0.0, tl.floor({0}), tl.ceil({0})) + tl.where(tl.abs({0} - "
+             "tl.where({0} >= 0.0, tl.floor({0}), tl.ceil({0}))) >= 0.5, tl.where({0} >= 0.0, "
+             "1.0, -1.0), 0.0))",
     "rint": "tl.where({0} - tl.floor({0}) <= 0.5, tl.floor({0}), tl.ceil({0}))",
     "fix": "tl.where({0} >= 0.0, tl.floor({0}), tl.ceil({0}))",
     "trunc": "tl.where({0} >= 0.0, tl.floor({0}), tl.ceil({0}))",
@@ -288,8 +290,13 @@ unary("softsign", lambda x: x / (1 + x.abs()),
           g, "_plus_scalar", g.op("abs", x), 1.0))), "x / (1 + abs(x))")
 unary("floor", torch.floor, _zero_grad, "floor(x)")
 unary("ceil", torch.ceil, _zero_grad, "ceil(x)")
-unary("round", lambda x: torch.sign(x) * torch.floor(torch.abs(x) + 0.5), _zero_grad,
-      "round half away from zero")
+def round_half_away(x: torch.Tensor) -> torch.Tensor:
+    """C's round(): exact, where floor(|x| + 0.5) rounds 0.49999997 up in float32."""
+    whole = torch.trunc(x)
+    return whole + torch.sign(x) * ((x - whole).abs() >= 0.5).to(x.dtype)
+
+
+unary("round", round_half_away, _zero_grad, "round half away from zero")
 unary("rint", lambda x: torch.where(x - torch.floor(x) <= 0.5, torch.floor(x), torch.ceil(x)),
       _zero_grad, "x - floor(x) <= 0.5 ? floor(x) : ceil(x)")
 unary("fix", torch.trunc, _zero_grad, "round toward zero")
