@@ -147,18 +147,30 @@ def _gradient_cases():
         if op.hidden or not op.cases or not op.differentiable or op.random is True:
             continue
         for k, case in enumerate(op.cases):
-            if case.grad and not case.ints and case.shapes:
+            if case.shapes:  # grad=False cases too: the executor still runs MXNet's rule
                 yield pytest.param(op, case, id=f"{op.name}-{k}")
 
 
+# cases the comparison leaves out, each with why
+NOT_COMPARED = {
+    "BatchNorm-4": "a backward after an inference forward (MXNet decides by is_train)",
+    "RNN-8": "LSTM projection has no training support on CPU",
+}
+
+
 def _op_grads(op, case):
-    values = op_harness.draw_inputs(case, np.float64)
+    values = op_harness.draw_inputs(case, np.float64 if not case.ints else np.float32)
     sym, exe = op_harness.bind(op, case, values, grad=True)
     outs = exe.forward(is_train=case.train)
     heads = [np.random.RandomState(3).uniform(-1, 1, size=o.shape) for o in outs]
-    exe.backward([mx.nd.array(h, dtype=np.float64) for h in heads])
+    try:
+        exe.backward([mx.nd.array(h, dtype=values[0].dtype) for h in heads])
+    except RuntimeError as err:  # the executor has no backward for these inputs
+        pytest.skip(f"executor backward fails: {err}")
     names = [n for n in sym.list_arguments() if exe.grad_dict.get(n) is not None]
-    m = to_torch(sym, {}).train(case.train)
+    shapes = {f"in{i}": v.shape for i, v in enumerate(values)}
+    m = to_torch(sym, {}, input_shapes={k: v for k, v in shapes.items()
+                                        if k in sym.list_arguments()}).train(case.train)
     ins = {n: torch.tensor(v, requires_grad=n in names)
            for n, v in zip([f"in{i}" for i in range(len(values))], values)}
     got = m(**{k: v for k, v in ins.items() if k in sym.list_inputs()})
@@ -172,12 +184,14 @@ def _op_grads(op, case):
 def test_every_op_gradient_is_mxnet_s(op, case):
     """Autograd through the reference (or the op's rule, for MXNET_GRADIENT ops) gives the
     executor's gradient; an op where it does not belongs in MXNET_GRADIENT."""
+    if f"{op.name}-{op.cases.index(case)}" in NOT_COMPARED:
+        pytest.skip(NOT_COMPARED[f"{op.name}-{op.cases.index(case)}"])
     for name, (got, want) in _op_grads(op, case).items():
-        got = np.zeros_like(want) if got is None else got.numpy()
+        got = np.zeros_like(want) if got is None else got.detach().numpy()
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8,
                                    err_msg=f"{op.name} {name}: add it to MXNET_GRADIENT?")
 
 
 def test_mxnet_gradient_names_registered_ops():
     from symgraph.ops.base import OPS
-    assert MXNET_GRADIENT <= set(OPS)
+    assert set(MXNET_GRADIENT) <= set(OPS)

@@ -42,12 +42,32 @@ from ..symbol.graph import Node
 from .graph import ExportError, ExportGraph, load_model, prepare
 
 # ops whose MXNet gradient is not the derivative of their torch reference (checked over
-# every op's cases by tests/test_export_torch.py): their backward runs the op's own rule
-MXNET_GRADIENT: frozenset[str] = frozenset({
-    "BlockGrad", "stop_gradient", "_contrib_gradientmultiplier", "_contrib_round_ste",
-    "_contrib_sign_ste", "IdentityAttachKLSparseReg",
-})
+# every op's cases by tests/test_export_torch.py): their backward runs the op's own rule;
+# a predicate on the params picks the nodes (output_mean_var: MXNet ignores those heads)
+def _always(p) -> bool:
+    return True
 
+
+def _mean_var_outputs(p) -> bool:
+    return bool(p.get("output_mean_var"))
+
+
+MXNET_GRADIENT: dict = {
+    **dict.fromkeys(("BlockGrad", "stop_gradient", "_contrib_gradientmultiplier",
+                     "_contrib_round_ste", "_contrib_sign_ste", "IdentityAttachKLSparseReg",
+                     "_contrib_box_iou", "_contrib_box_encode", "_contrib_box_decode",
+                     "_contrib_box_nms", "_contrib_MultiBoxDetection", "_contrib_Proposal",
+                     "_contrib_MultiProposal", "CTCLoss", "_contrib_hawkesll",
+                     "SoftmaxActivation", "_linalg_syevd"), _always),
+    **dict.fromkeys(("BatchNorm", "BatchNorm_v1", "_contrib_SyncBatchNorm",
+                     "_contrib_BatchNormWithReLU", "LayerNorm"), _mean_var_outputs),
+    "LeakyReLU": lambda p: p.act_type == "selu",
+}
+
+
+
+def _never(p) -> bool:
+    return False
 
 
 def _rnn_forward(p, ins, aux, rt):
@@ -85,8 +105,7 @@ def to_torch(sym, arg_params=None, aux_params=None, input_shapes=None,
         if not isinstance(arg_params, str) else arg_params
     sym, values = load_model(sym, params)
     shapes = input_shapes or {}
-    graph = prepare(sym, values, shapes, input_types or {}, keep=lambda op: True) \
-        if shapes else None
+    graph = prepare(sym, values, shapes, input_types or {}) if shapes else None
     return _build(sym, values, graph)
 
 
@@ -117,14 +136,17 @@ class _Names:
 
 def _build(sym, values: dict, graph: ExportGraph | None) -> fx.GraphModule:
     """The GraphModule of ``sym``: placeholders, parameters, one call per op node."""
+    from ..compiler.composite import expand
     from ..symbol.graph import IndexedGraph
-    ig = graph.ig if graph is not None else IndexedGraph(list(sym._outputs))
+    # composite ops as the primitives they expand to, as the executor runs them
+    ig = graph.ig if graph is not None else IndexedGraph(expand(list(sym._outputs)))
     root, ops = torch.nn.Module(), torch.nn.Module()
     root.ops = ops
     g = fx.Graph()
     names, env = _Names({"ops"}), {}
     aux_names = set(sym.list_auxiliary_states())
     label = _labels(sym, values)
+    hidden = _hidden_reads(ig)
     for nid, node in enumerate(ig.nodes):
         if node.op is None:
             env[id(node)] = _variable(g, root, node, values, names, aux_names, label)
@@ -133,26 +155,37 @@ def _build(sym, values: dict, graph: ExportGraph | None) -> fx.GraphModule:
             raise ExportError(f"Error in {node.where}: its output shape depends on input "
                               "values; it cannot be exported to a static graph")
         shapes = _node_out_shapes(graph, nid) if graph is not None else None
-        call = _OpCall(node, shapes)
+        call = _OpCall(node, shapes, id(node) in hidden)
         attr = names(node.name)
         ops.add_module(attr, call)
-        args = tuple(env[id(src)] if k == 0 and src.op is None else env[id(src)][k]
-                     for src, k in node.inputs)
+        args = tuple(_value(g, env, src, k) for src, k in node.inputs)
         res = g.create_node("call_module", f"ops.{attr}", args, name=attr)
-        env[id(node)] = _outputs(g, node, res)
-    outs = [env[id(n)] if n.op is None else env[id(n)][k] for n, k in sym._outputs]
+        env[id(node)] = (res, node.num_outputs, {})
+    outs = [_value(g, env, n, k) for n, k in ig.heads]
     g.output(outs[0] if len(outs) == 1 else tuple(outs))
     gm = fx.GraphModule(root, g, class_name="MXNetModel")
     gm.mxnet_names = names.given  # attribute -> MXNet name, for state_dict users
     return gm
 
 
-def _outputs(g: fx.Graph, node: Node, res) -> list:
-    """The fx values of a node's visible outputs (the call returns a tensor for one)."""
-    visible = node.num_visible_outputs
-    if visible == 1:
-        return [res]
-    return [g.call_function(operator.getitem, (res, k)) for k in range(visible)]
+def _value(g: fx.Graph, env: dict, node: Node, k: int):
+    """The fx value of output ``k`` of ``node`` (a getitem made on first use: a call returns
+    a tensor for a single output, a tuple of all of them otherwise)."""
+    got = env[id(node)]
+    if not isinstance(got, tuple):
+        return got  # a placeholder or parameter
+    res, n_out, items = got
+    if n_out == 1:
+        return res
+    if k not in items:
+        items[k] = g.call_function(operator.getitem, (res, k))
+    return items[k]
+
+
+def _hidden_reads(ig) -> set[int]:
+    """Ids of the nodes some of whose hidden outputs are read (or are heads)."""
+    reads = [e for n in ig.nodes for e in n.inputs] + list(ig.heads)
+    return {id(n) for n, k in reads if n.op is not None and k >= n.num_visible_outputs}
 
 
 def _labels(sym, values: dict) -> set[str]:
@@ -185,7 +218,7 @@ def _node_out_shapes(graph: ExportGraph, nid: int) -> list[tuple]:
 class _OpCall(torch.nn.Module):
     """One MXNet node: its op's torch reference with the node's attributes."""
 
-    def __init__(self, node: Node, out_shapes: list[tuple] | None):
+    def __init__(self, node: Node, out_shapes: list[tuple] | None, hidden_read: bool = False):
         super().__init__()
         self.op: OpDef = node.op
         self.where = node.where
@@ -198,19 +231,21 @@ class _OpCall(torch.nn.Module):
         self.p = p
         self.n_reg = node.num_regular_inputs()
         self.fn = TORCH_FORWARD.get(self.op.name, self.op.forward)
-        self.rule = self.op.loss or self.op.name in MXNET_GRADIENT
-        self.visible = node.num_visible_outputs
+        # a composite that shows an inner node's hidden outputs (BatchNorm_v1's mean and
+        # var) gets no gradient through them, as the inner op's rule ignores them
+        self.rule = self.op.loss or hidden_read or MXNET_GRADIENT.get(self.op.name, _never)(p)
+        self.n_out = node.num_outputs
 
     def forward(self, *ins):
         if not self.op.loss and any(t is None for t in ins):
             # computed from a label the caller left out (inference): missing too
-            return None if self.visible == 1 else (None,) * self.visible
+            return None if self.n_out == 1 else (None,) * self.n_out
         if self.rule and torch.is_grad_enabled() and any(
                 t is not None and t.requires_grad for t in ins):
             outs = _MXNetRule.apply(self, *ins)
         else:
             outs = self.run(ins)
-        return outs[0] if self.visible == 1 else tuple(outs[:self.visible])
+        return outs[0] if self.n_out == 1 else tuple(outs)
 
     def run(self, ins) -> tuple:
         """The op's outputs (a tuple, hidden outputs included)."""

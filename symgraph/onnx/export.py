@@ -2,7 +2,8 @@
 
 The file follows MXNet 1.9.1's layout: the graph is ``mxnet_converted_model``; its inputs
 are the symbol's data inputs (the last node's ``<name>_label`` left out), in order; every
-parameter is an initializer under its MXNet name; an op node's outputs are named after the
+parameter a node reads is an initializer under its MXNet name (one replaced by a constant,
+a fixed gamma or RNN weights in ONNX's gate order, is left out); an op node's outputs are named after the
 node (``fc1``, or ``split0``, ``split1`` ... for several), and the graph's outputs are the
 symbol's outputs under those names.
 
@@ -142,8 +143,9 @@ def export_proto(sym, params, in_shapes, in_types, options: dict):
     env.update({n: n for n in names})
     heads = _translate(e, graph, env, bool(options.get("verbose")))
     outputs = _graph_outputs(e, graph, heads, dynamic)
+    used = _read_names(e.nodes) | {o.name for o in outputs}
     g = onnx.helper.make_graph(e.nodes, "mxnet_converted_model", inputs, outputs,
-                               initializer=e.initializers)
+                               initializer=[i for i in e.initializers if i.name in used])
     model = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", opset)],
                                    producer_name="symgraph",
                                    ir_version=_ir_version(onnx, opset))
@@ -157,6 +159,18 @@ def _dynamic_axes(names: list[str], shapes: dict, given) -> dict[str, tuple]:
         return {n: tuple(range(len(shapes[n]))) for n in names}
     return {n: tuple(a for a, d in enumerate(dims) if d is None)
             for n, dims in zip(names, given)}
+
+
+def _read_names(nodes) -> set[str]:
+    """Every value name the nodes read, their subgraphs' (Loop bodies) included."""
+    used = set()
+    for node in nodes:
+        used.update(node.input)
+        for a in node.attribute:
+            used |= _read_names(a.g.node)
+            for sub in a.graphs:
+                used |= _read_names(sub.node)
+    return used
 
 
 def _ir_version(onnx, opset: int) -> int:

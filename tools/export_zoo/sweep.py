@@ -60,69 +60,152 @@ def _err(got, want) -> float:
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     if got.shape != want.shape:
         return float("inf")
+    if want.size == 0:
+        return 0.0
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12))
 
 
-def _executor(mx, sym, args, aux, x, heads_seed: int = 5):
-    """Inference outputs, training outputs and gradients from symgraph's executor."""
-    exe = sym.simple_bind(mx.cpu(), data=x.shape)
+def _outputs(out) -> list:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def run_executor(mx, sym, args, aux, inputs: dict, train: bool = True, heads_seed: int = 5):
+    """symgraph's executor: float32 inference outputs and (``train``) float64 training
+    outputs, head gradients and parameter gradients. Training is compared in float64: batch
+    statistics of a batch of one amplify float32 rounding through deep nets."""
+    exe = sym.simple_bind(mx.cpu(), **{k: v.shape for k, v in inputs.items()})
     exe.copy_params_from(args, aux)
-    infer = exe.forward(is_train=False, data=x)[0].asnumpy()
+    infer = [o.asnumpy() for o in exe.forward(is_train=False, **inputs)]
+    if not train:
+        return infer, None, None, None
+    wide = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in inputs.items()}
+    types = {k: v.dtype for k, v in wide.items()}
+    types.update({k: np.float64 for k, v in {**args, **aux}.items() if v.dtype == np.float32})
+    exe = sym.simple_bind(mx.cpu(), type_dict=types, **{k: v.shape for k, v in wide.items()})
+    exe.copy_params_from(args, aux)
     exe._rt.generator.manual_seed(0)
-    train = exe.forward(is_train=True, data=x)[0].asnumpy()
-    head = np.random.RandomState(heads_seed).uniform(-1, 1, train.shape).astype(np.float32)
-    exe.backward([mx.nd.array(head)])
-    grads = {k: exe.grad_dict[k].asnumpy() for k in args}
-    return infer, train, head, grads
+    outs = [o.asnumpy() for o in exe.forward(is_train=True, **wide)]
+    rng = np.random.RandomState(heads_seed)
+    heads = [rng.uniform(-1, 1, o.shape).astype(o.dtype) if o.dtype.kind == "f" else
+             np.zeros(o.shape, o.dtype) for o in outs]
+    exe.backward([mx.nd.array(h, dtype=h.dtype) for h in heads])
+    grads = {k: exe.grad_dict[k].asnumpy() for k in args if exe.grad_dict.get(k) is not None}
+    return infer, outs, heads, grads
 
 
-def check_onnx(mx, sym, args, aux, x, want, workdir: str) -> dict:
+def check_onnx(mx, sym, args, aux, inputs: dict, want: list, workdir: str,
+               same=None) -> dict:
+    """ONNX checker and ONNX Runtime against ``want``; ``same(got, want)`` may accept
+    outputs that differ only where float rounding decides (detections at tied scores)."""
     import onnx
     import onnxruntime as ort
     path = f"{workdir}/model.onnx"
-    mx.onnx.export_model(sym, {**args, **aux}, [x.shape], np.float32, path)
-    onnx.checker.check_model(onnx.load(path), full_check=True)
-    got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
-        None, {"data": x})[0]
-    return {"onnx_error": _err(got, want)}
-
-
-def check_torch(mx, sym, args, aux, x, executor, compile_: bool = True) -> dict:
-    import torch
-
-    from symgraph.export import to_torch
-    infer, train, head, grads = executor
-    m = to_torch(sym, args, aux)
-    torch.manual_seed(0)  # the executor's dropout masks: the same seed, the same draws
-    out = m.train()(torch.tensor(x))
-    out.backward(torch.tensor(head))
-    params = dict(m.named_parameters())
-    scale = max(float(np.abs(g).max()) for g in grads.values())  # gradients near 0 are noise
-    rec = {"torch_train_error": _err(out.detach().numpy(), train),
-           "torch_grad_error": max(float(np.abs(params[k].grad.numpy() - g).max())
-                                   for k, g in grads.items()) / scale}
-    m = to_torch(sym, args, aux).eval()  # fresh moving statistics
-    with torch.no_grad():
-        rec["torch_infer_error"] = _err(m(torch.tensor(x)).numpy(), infer)
-        if compile_:
-            compiled = torch.compile(m)
-            rec["torch_compile_error"] = _err(compiled(torch.tensor(x)).numpy(), infer)
+    mx.onnx.export_model(sym, {**args, **aux}, [v.shape for v in inputs.values()],
+                         [v.dtype for v in inputs.values()], path)
+    onnx.checker.check_model(path, full_check=True)
+    got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, inputs)
+    err = max(_err(g, w) for g, w in zip(got, want)) if len(got) == len(want) else float("inf")
+    rec = {"onnx_error": err, "_onnx_out": got}
+    if err > TOL and same is not None and same(got, want):
+        rec.update(onnx_error=0.0, onnx_note=same(got, want))
     return rec
 
 
-def check_model(mx, name: str, compile_: bool = True) -> dict:
-    """Both exports of ``name``; a record with the errors and a status."""
+def check_torch(mx, sym, args, aux, inputs: dict, executor, compile_: str | None) -> dict:
+    """The PyTorch module: training forward and parameter gradients against the executor,
+    inference forward, and ``torch.compile`` with backend ``compile_`` (None: skipped)."""
+    import torch
+
+    from symgraph.export import to_torch
+    infer, train, heads, grads = executor
+    tin = {k: torch.tensor(v) for k, v in inputs.items()}
+    shapes = {k: v.shape for k, v in inputs.items()}
+    rec = {}
+    if train is not None:
+        m = to_torch(sym, args, aux, input_shapes=shapes).double()
+        wide = {k: v.double() if v.dtype == torch.float32 else v for k, v in tin.items()}
+        torch.manual_seed(0)  # the executor's dropout masks: the same seed, the same draws
+        outs = _outputs(m.train()(**wide))
+        rec["torch_train_error"] = max(_err(o.detach().numpy(), t) for o, t in zip(outs, train))
+        pairs = [(o, torch.tensor(h)) for o, h in zip(outs, heads) if o.requires_grad]
+        if pairs and grads:
+            torch.autograd.backward([o for o, _ in pairs], [h for _, h in pairs])
+            params = dict(m.named_parameters())
+            scale = max(float(np.abs(g).max()) for g in grads.values()) or 1.0
+            rec["torch_grad_error"] = max(
+                float(np.abs((params[k].grad.numpy() if params[k].grad is not None else 0)
+                             - g).max()) for k, g in grads.items()) / scale
+    m = to_torch(sym, args, aux, input_shapes=shapes).eval()  # fresh moving statistics
+    with torch.no_grad():
+        got = [o.numpy() for o in _outputs(m(**tin))]
+        rec.update(torch_infer_error=max(_err(o, w) for o, w in zip(got, infer)),
+                   _torch_infer_out=got)
+        if compile_:
+            compiled = torch.compile(m, backend=compile_)
+            got = [o.numpy() for o in _outputs(compiled(**tin))]
+            rec.update(torch_compile_error=max(_err(o, w) for o, w in zip(got, infer)),
+                       _torch_compile_out=got)
+    return rec
+
+
+def _float64_truth(mx, sym, args, aux, inputs: dict) -> list:
+    wide = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in inputs.items()}
+    types = {k: v.dtype for k, v in wide.items()}
+    types.update({k: np.float64 for k, v in {**args, **aux}.items() if v.dtype == np.float32})
+    exe = sym.simple_bind(mx.cpu(), grad_req="null", type_dict=types,
+                          **{k: v.shape for k, v in wide.items()})
+    exe.copy_params_from(args, aux)
+    return [o.asnumpy() for o in exe.forward(is_train=False, **wide)]
+
+
+def rounding_verdict(mx, sym, args, aux, inputs: dict, infer: list, rec: dict) -> None:
+    """Where a float32 output misses symgraph's float32 output, accept it when it is as close
+    to the float64 result as symgraph's own float32 output is (deep nets amplify rounding;
+    ``docs/model_zoo.md`` applies the same rule against MXNet)."""
+    keys = [k for k in ("onnx", "torch_infer", "torch_compile")
+            if rec.get(f"{k}_error", 0.0) > TOL and f"_{k}_out" in rec]
+    if not keys:
+        return
+    truth = _float64_truth(mx, sym, args, aux, inputs)
+    own = max(_err(o, t) for o, t in zip(infer, truth))
+    for k in keys:
+        theirs = max(_err(o, t) for o, t in zip(rec[f"_{k}_out"], truth))
+        if theirs <= max(2 * own, TOL):
+            rec[f"{k}_note"] = (f"float32 rounding: {rec[f'{k}_error']:.1e} from symgraph's "
+                                f"float32; {theirs:.1e} from float64 (symgraph's float32: "
+                                f"{own:.1e})")
+            rec[f"{k}_error"] = theirs if theirs <= TOL else 0.0
+
+
+def check_model(mx, name: str, compile_: str | None = "inductor") -> dict:
+    """Both exports of vision architecture ``name``; a record with errors and a status."""
+    def run(rec):
+        sym, args, aux, x = build(mx, name)
+        rec["input"] = list(x.shape)
+        return check_all(mx, sym, args, aux, {"data": x}, compile_, rec)
+    return timed_record(name, run)
+
+
+def check_all(mx, sym, args, aux, inputs: dict, compile_, rec: dict, same=None,
+              train: bool = True) -> dict:
+    executor = run_executor(mx, sym, args, aux, inputs, train)
+    with tempfile.TemporaryDirectory() as workdir:
+        rec.update(check_onnx(mx, sym, args, aux, inputs, executor[0], workdir, same))
+    rec.update(check_torch(mx, sym, args, aux, inputs, executor, compile_))
+    rounding_verdict(mx, sym, args, aux, inputs, executor[0], rec)
+    for k in [k for k in rec if k.startswith("_")]:
+        del rec[k]
+    errors = [v for k, v in rec.items() if k.endswith("_error")]
+    rec["status"] = "match" if max(errors) <= TOL else "mismatch"
+    return rec
+
+
+def timed_record(name: str, run) -> dict:
+    """``run(rec)`` filling a record for ``name``; a failure is recorded, not raised."""
     rec = {"model": name}
     start = time.time()
     try:
-        sym, args, aux, x = build(mx, name)
-        rec["input"] = list(x.shape)
-        executor = _executor(mx, sym, args, aux, x)
-        with tempfile.TemporaryDirectory() as workdir:
-            rec.update(check_onnx(mx, sym, args, aux, x, executor[0], workdir))
-        rec.update(check_torch(mx, sym, args, aux, x, executor, compile_))
-        errors = [v for k, v in rec.items() if k.endswith("_error")]
-        rec["status"] = "match" if max(errors) <= TOL else "mismatch"
+        run(rec)
     except Exception as err:  # the sweep records every failure and goes on
         rec["status"] = "error"
         rec["error"] = f"{type(err).__name__}: {err}"[:500]
@@ -159,7 +242,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="/tmp/export_zoo.jsonl")
     ap.add_argument("--doc", default=None)
     ap.add_argument("--models", nargs="*", default=None)
-    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--compile", default="inductor",
+                    help="torch.compile backend ('none' skips it)")
     args = ap.parse_args(argv)
     import symgraph as mx
     from symgraph.gluon.model_zoo import vision
@@ -167,7 +251,7 @@ def main(argv=None) -> int:
     records = []
     with open(args.out, "w") as f:
         for name in names:
-            rec = check_model(mx, name, not args.no_compile)
+            rec = check_model(mx, name, None if args.compile == "none" else args.compile)
             records.append(rec)
             f.write(json.dumps(rec) + "\n")
             f.flush()
