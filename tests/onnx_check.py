@@ -11,8 +11,9 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 # the opsets every translation is checked in: the oldest, the reshaped-API ones (13: axes
-# as inputs, 18: Reduce* axes as inputs) and the newest tested
-OPSETS = (12, 13, 18, 21)
+# as inputs, 18: Reduce* axes as inputs), the default (21) and 28 (or the newest ``onnx``
+# knows, if older)
+OPSETS = tuple(sorted({12, 13, 18, 21, min(28, onnx.defs.onnx_opset_version())}))
 
 
 def run_symgraph(sym, inputs: dict, params: dict) -> list[np.ndarray]:
