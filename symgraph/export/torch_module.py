@@ -41,6 +41,7 @@ from ..ops.base import OpDef, Runtime
 from ..symbol.graph import Node
 from .graph import ExportError, ExportGraph, load_model, prepare
 
+
 # ops whose MXNet gradient is not the derivative of their torch reference (checked over
 # every op's cases by tests/test_export_torch.py): their backward runs the op's own rule;
 # a predicate on the params picks the nodes (output_mean_var: MXNet ignores those heads)

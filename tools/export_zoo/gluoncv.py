@@ -6,7 +6,8 @@ input, the parameters rebuilt by ``gcvzoo_common.param_value``.
 
     python tools/export_zoo/gluoncv.py --exports /tmp/gcvzoo [--family detection]
         [--compile inductor|aot_eager|none] --out /tmp/gcv_export.jsonl [--resume]
-    python tools/export_zoo/gluoncv.py --report /tmp/gcv_export.jsonl --doc docs/export_zoo_gluoncv.md
+    python tools/export_zoo/gluoncv.py --report /tmp/gcv_export.jsonl \
+        --doc docs/export_zoo_gluoncv.md
 
 Detectors decide discretely (top-k cuts, NMS) on scores two float32 runs may round apart,
 so an ONNX Runtime output that differs only in tied detections counts as a match, by the
