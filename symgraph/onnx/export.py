@@ -4,8 +4,8 @@ The file follows MXNet 1.9.1's layout: the graph is ``mxnet_converted_model``; i
 are the symbol's data inputs (the last node's ``<name>_label`` left out), in order; every
 parameter a node reads is an initializer under its MXNet name (one replaced by a constant,
 a fixed gamma or RNN weights in ONNX's gate order, is left out); an op node's outputs are
-named after the node (``fc1``, or ``split0``, ``split1`` ... for several), and the graph's outputs are the
-symbol's outputs under those names.
+named after the node (``fc1``, or ``split0``, ``split1`` ... for several), and the graph's
+outputs are the symbol's outputs under those names.
 
 Every op is translated by its entry in :data:`~symgraph.onnx.emitter.CONVERTERS`; a
 composite op without one is exported as the registered ops it decomposes into. An op with
