@@ -134,3 +134,15 @@ def test_bad_arguments_are_clear_errors(kwargs, match, tmp_path):
     args, aux = net.params()
     with pytest.raises(mx.MXNetError, match=match):
         mx.onnx.export_model(net.sym, args, onnx_file_path=str(tmp_path / "x.onnx"), **kwargs)
+
+
+def test_a_model_without_parameters_exports_from_files(tmp_path):
+    """Regression: a gluon block with no parameters saves an empty .params file (it loads
+    as an empty list); MXNet's ONNX tests export such models from their files."""
+    sym = mx.sym.abs(mx.sym.var("data"))
+    sym.save(str(tmp_path / "m-symbol.json"))
+    mx.nd.save(str(tmp_path / "m-0000.params"), {})
+    path = mx.onnx.export_model(str(tmp_path / "m-symbol.json"), str(tmp_path / "m-0000.params"),
+                                [(2, 3)], np.float32, str(tmp_path / "m.onnx"))
+    x = np.random.RandomState(0).uniform(-1, 1, (2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(run_onnx(path, {"data": x})[0], np.abs(x))

@@ -36,9 +36,12 @@ def load_model(sym, params) -> tuple:
     if not isinstance(sym, Symbol):
         raise ExportError(f"sym must be a Symbol or a symbol JSON path, got {type(sym).__name__}")
     if isinstance(params, (str, os.PathLike)):
-        params = nd.load(os.fspath(params))
+        path = os.fspath(params)
+        params = nd.load(path)
+        if params == []:  # a model without parameters saves an empty file
+            params = {}
         if not isinstance(params, dict):
-            raise ExportError(f"{os.fspath(params)}: a params file must hold named arrays")
+            raise ExportError(f"{path}: a params file must hold named arrays")
     if isinstance(params, (list, tuple)):
         if len(params) != 2:
             raise ExportError("params given as a list must be [arg_params, aux_params]")
