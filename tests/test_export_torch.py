@@ -140,6 +140,22 @@ def test_gluon_blocks_convert():
     assert len(list(m.parameters())) == 6
 
 
+def test_symbol_block_converts(tmp_path):
+    from symgraph.gluon import nn
+    block = nn.HybridSequential()
+    block.add(nn.Conv2D(3, 3), nn.BatchNorm(), nn.Activation("relu"), nn.Dense(2))
+    block.initialize()
+    block.hybridize()
+    x = mx.nd.random.uniform(shape=(2, 1, 6, 6))
+    want = block(x).asnumpy()
+    block.export(str(tmp_path / "b"))
+    loaded = mx.gluon.SymbolBlock.imports(str(tmp_path / "b-symbol.json"), ["data"],
+                                          str(tmp_path / "b-0000.params"))
+    m = loaded.to_torch(x).eval()
+    np.testing.assert_allclose(m(torch.tensor(x.asnumpy())).detach().numpy(), want,
+                               rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------- every op's gradient
 
 def _gradient_cases():
