@@ -3,6 +3,7 @@ activations, fully connected, softmax heads, embedding, dropout."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -136,32 +137,97 @@ def leaky_relu(e: Emitter, n: NodeCtx):
 def pooling(e: Emitter, n: NodeCtx):
     _check_layout(n)
     p, x, out = n.p, n.ins[0], n.outs[0]
-    rank = len(n.in_shapes[0]) - 2
-    kind = p.pool_type
+    rank, kind = len(n.in_shapes[0]) - 2, n.p.pool_type
+    if p.global_pool and kind in ("max", "avg"):
+        return [e.one("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", [x], out)]
+    if p.global_pool and kind == "sum":
+        return [e.reduce("ReduceSum", x, list(range(2, rank + 2)), True, out)]
     if p.global_pool:
-        if kind == "max":
-            return [e.one("GlobalMaxPool", [x], out)]
-        if kind == "avg":
-            return [e.one("GlobalAveragePool", [x], out)]
-        kernel = list(n.in_shapes[0][2:])
-        pad, stride = [0] * rank, [1] * rank
-    else:
-        kernel = list(p.kernel)
-        pad, stride = _spatial(p, "pad", rank, 0), _spatial(p, "stride", rank, 1)
+        raise n.fail("global lp pooling")
     if p.pooling_convention == "same":
         raise n.fail("pooling_convention 'same'")
-    attrs = dict(kernel_shape=kernel, strides=stride, pads=pad + pad,
-                 ceil_mode=int(p.pooling_convention == "full"))
+    kernel = list(p.kernel)
+    pad, stride = _spatial(p, "pad", rank, 0), _spatial(p, "stride", rank, 1)
+    include = p.count_include_pad is None or bool(p.count_include_pad)
+    window = _Window(kernel, stride, pad, pad, 0)
+    if p.pooling_convention == "full":
+        x, window = _full_window(e, n, x, window)
+    attrs = dict(kernel_shape=kernel, strides=stride, pads=window.begin + window.end,
+                 ceil_mode=window.ceil)
     if kind == "max":
         return [e.one("MaxPool", [x], out, **attrs)]
     if kind == "lp":
         attrs.pop("ceil_mode")
         return [e.one("LpPool", [x], out, p=int(p.p_value or 2), **attrs)]
-    include = p.count_include_pad is None or bool(p.count_include_pad)
-    if kind == "avg":
+    scale = _avg_scale(n, window, include) if window.exact_divisor else None
+    if kind == "avg" and scale is None:
         return [e.one("AveragePool", [x], out, count_include_pad=int(include), **attrs)]
-    avg = e.one("AveragePool", [x], count_include_pad=1, **attrs)  # sum = avg * window
-    return [e.one("Mul", [avg, e.scalar(float(np.prod(kernel)), n.in_dtypes[0])], out)]
+    avg = e.one("AveragePool", [x], count_include_pad=1, **attrs)
+    if kind == "sum":  # sum = average over the whole window * its size
+        scale = np.full(n.out_shapes[0][2:], float(np.prod(kernel)))
+    return [e.one("Mul", [avg, e.const(scale.astype(_np_type(n.in_dtypes[0])),
+                                       hint="window")], out)]
+
+
+def _np_type(dtype: str):
+    return np.float32 if dtype == "bfloat16" else np.dtype(dtype)
+
+
+class _Window(NamedTuple):
+    kernel: list
+    stride: list
+    begin: list  # pads ONNX applies
+    end: list
+    ceil: int
+    mx_pad: list | None = None  # MXNet's pad, when the divisor must be MXNet's (not ONNX's)
+
+    @property
+    def exact_divisor(self) -> bool:
+        return self.mx_pad is not None
+
+
+def _full_window(e: Emitter, n: NodeCtx, x: str, w: _Window) -> tuple[str, _Window]:
+    """MXNet's 'full' convention keeps a last window ONNX's ceil_mode drops when it starts
+    in the padding: with static sizes, pad the end explicitly (a Pad node where ONNX would
+    refuse pads as large as the kernel) and pool in floor mode."""
+    kernel, stride, pad = w.kernel, w.stride, w.begin
+    if e.dynamic:
+        if all(p == 0 and s <= k for p, s, k in zip(pad, stride, kernel)):
+            return x, w._replace(ceil=1)  # no window can start in the padding
+        raise n.fail("pooling_convention 'full' with padding or a stride over the kernel in "
+                     "a dynamic export (the last window depends on the input size)")
+    sizes = n.in_shapes[0][2:]
+    outs = n.out_shapes[0][2:]
+    ends = [max(p, (o - 1) * s + k - size - p) for o, size, k, s, p in
+            zip(outs, sizes, kernel, stride, pad)]
+    if ends == list(pad):
+        return x, w
+    if all(b < k and t < k for b, t, k in zip(pad, ends, kernel)):
+        return x, w._replace(end=ends, mx_pad=list(pad))
+    # an empty window's max is the lowest finite value, as MXNet's
+    low = float(np.finfo(_np_type(n.in_dtypes[0])).min) if n.p.pool_type == "max" else 0.0
+    pads = [0, 0] + list(pad) + [0, 0] + ends
+    padded = e.one("Pad", [x, e.ints(pads), e.scalar(low, n.in_dtypes[0])], mode="constant")
+    zeros = [0] * len(pad)
+    return padded, w._replace(begin=zeros, end=zeros, mx_pad=list(pad))
+
+
+def _avg_scale(n: NodeCtx, w: _Window, include: bool) -> np.ndarray:
+    """Per output position, the ONNX divisor (the whole window) over MXNet's: the window
+    clipped to the regular padding (``count_include_pad``) or to the data."""
+    axes = []
+    for o, size, k, s, p in zip(n.out_shapes[0][2:], n.in_shapes[0][2:], w.kernel, w.stride,
+                                w.mx_pad):
+        start = np.arange(o) * s - p
+        if include:
+            counted = np.minimum(start + k, size + p) - start
+        else:
+            counted = np.minimum(start + k, size) - np.maximum(start, 0)
+        axes.append(k / np.maximum(counted, 1))
+    scale = axes[0]
+    for a in axes[1:]:
+        scale = np.multiply.outer(scale, a)
+    return scale
 
 
 @converts("FullyConnected")
