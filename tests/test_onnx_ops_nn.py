@@ -110,6 +110,17 @@ def test_layer_dynamic(name, tmp_path):
                dynamic=True)
 
 
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_softmax_with_length(axis, tmp_path):
+    x = _u(4, 5, 6)
+    shape = tuple(d for i, d in enumerate(x.shape) if i != axis % 3)
+    length = RNG.randint(0, x.shape[axis], shape).astype(np.int32)  # 0: all masked
+    sym = mx.sym.softmax(X, mx.sym.var("length"), axis=axis, use_length=True,
+                         temperature=1.5)
+    check_onnx(sym, {"data": x, "length": length}, tmp_path)
+    check_onnx(sym, {"data": x, "length": length}, tmp_path, opsets=(21,), dynamic=True)
+
+
 def test_embedding_clips_indices_as_mxnet(tmp_path):
     sym = mx.sym.Embedding(X, input_dim=6, output_dim=3, name="emb")
     data = np.array([[0, 5, 2], [7, -1, 3]], np.float32)  # out-of-range ids are clipped

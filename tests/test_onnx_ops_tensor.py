@@ -225,9 +225,14 @@ def test_dynamic_batch(sym, shape, batch, tmp_path):
 
 # attribute combinations the export refuses rather than approximate
 REFUSED = [
-    ("take_raise", S.take(x, y, mode="raise"), {"x": (3, 2), "y": (4,)}),
     ("dot_csr", S.dot(x, y, forward_stype="csr"), {"x": (2, 3), "y": (3, 2)}),
 ]
+
+
+def test_take_raise_gathers_in_range_indices(tmp_path):
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    idx = np.array([3, 0, 2, 2], np.float32)
+    check_onnx(S.take(x, y, mode="raise", axis=0), {"x": data, "y": idx}, tmp_path)
 
 
 @pytest.mark.parametrize("sym,shapes", [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED])
@@ -237,3 +242,12 @@ def test_refused(sym, shapes, tmp_path):
     with pytest.raises(ExportError, match="cannot export"):
         mx.onnx.export_model(sym, {}, [shapes[n] for n in names], [np.float32] * len(names),
                              str(tmp_path / "m.onnx"), opset_version=13)
+
+
+@pytest.mark.parametrize(("ta", "tb"), [(False, False), (True, True)])
+def test_batch_dot_n_d(ta, tb, tmp_path):
+    """MXNet's batch_dot takes N-D inputs: every dim but the last two is a batch dim."""
+    rng = np.random.RandomState(3)
+    a = rng.rand(2, 3, 4, 5, 6).astype(np.float32)
+    b = rng.rand(2, 3, 4, 6, 5).astype(np.float32)
+    check_onnx(S.batch_dot(x, y, transpose_a=ta, transpose_b=tb), {"x": a, "y": b}, tmp_path)

@@ -20,7 +20,9 @@ def _bounded(e: Emitter, idx: str, x: str, shape: tuple, axis: int, mode: str,
     if mode == "clip":
         return e.one("Clip", [idx, e.scalar(0, "int64"),
                               e.one("Sub", [size, e.scalar(1, "int64")])])
-    raise n.fail(f"mode {mode} (ONNX Gather has no bound check that raises)")
+    # 'raise': in-range indices gather as given; ONNX Runtime fails on indices past the end
+    # (MXNet raises), a negative one counts from the end where MXNet raises (docs/compat.md)
+    return idx
 
 
 @converts("take")
@@ -110,10 +112,12 @@ def batch_dot(e: Emitter, n: NodeCtx):
     if str(p.get("forward_stype", "None")) not in ("None", "default"):
         raise n.fail(f"forward_stype {p.forward_stype}")
     a, b = n.ins
+    perm = list(range(len(n.in_shapes[0]) - 2)) + [len(n.in_shapes[0]) - 1,
+                                                      len(n.in_shapes[0]) - 2]
     if p.transpose_a:
-        a = e.one("Transpose", [a], perm=[0, 2, 1])
+        a = e.one("Transpose", [a], perm=perm)
     if p.transpose_b:
-        b = e.one("Transpose", [b], perm=[0, 2, 1])
+        b = e.one("Transpose", [b], perm=perm)
     return [e.one("MatMul", [a, b], n.outs[0])]
 
 

@@ -299,11 +299,32 @@ def _tempered(e: Emitter, n: NodeCtx) -> str:
 
 @converts("softmax", "log_softmax")
 def softmax(e: Emitter, n: NodeCtx):
-    if n.p.get("use_length"):
-        raise n.fail("use_length (a length-masked softmax)")
     op_type = "Softmax" if n.op == "softmax" else "LogSoftmax"
+    if n.p.get("use_length"):
+        return [_length_softmax(e, n)]
     y = softmax_axis(e, _tempered(e, n), n.in_shapes[0], n.p.axis, None, op_type)
     return [_cast_to(e, y, n.in_dtypes[0], n.out_dtypes[0], n.outs[0])]
+
+
+def _length_softmax(e: Emitter, n: NodeCtx) -> str:
+    """softmax over the first ``length`` entries along the axis; the rest of the output is 0
+    (all of it where ``length`` is 0)."""
+    shape, dtype = n.in_shapes[0], n.in_dtypes[0]
+    rank = len(shape)
+    axis = n.p.axis % rank
+    count = e.squeeze(e.dim_slice(n.ins[0], shape, axis, axis + 1), [0])
+    pos = e.one("Range", [e.scalar(0, "int64"), count, e.scalar(1, "int64")])
+    pos = e.unsqueeze(pos, list(range(1, rank - axis))) if axis < rank - 1 else pos
+    length = e.cast(n.ins[1], "int64")
+    if rank > 1:
+        length = e.unsqueeze(length, [axis])
+    keep = e.one("Less", [pos, length])
+    low = e.scalar(-np.inf, dtype if dtype != "bfloat16" else "float32")
+    masked = e.one("Where", [keep, _tempered(e, n), low])
+    y = softmax_axis(e, masked, shape, axis, None)
+    zero = e.scalar(0, n.out_dtypes[0] or dtype)
+    return e.one("Where", [keep, _cast_to(e, y, dtype, n.out_dtypes[0], e.fresh("y")), zero],
+                 n.outs[0])
 
 
 def _cast_to(e: Emitter, value: str, have, want, out: str) -> str:
