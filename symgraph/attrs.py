@@ -122,8 +122,9 @@ def _parse_tuple(s: str) -> tuple[int, ...]:
 
 
 def _parse_tuple_with_none(s: str) -> tuple:
-    """A tuple of ints where entries may be None: slice's ``begin``/``end``/``step``."""
-    if not s.strip():
+    """A tuple of ints where entries may be None: slice's ``begin``/``end``/``step``; a bare
+    ``None`` (a Python ``step=None``) is the empty tuple, as MXNet reads it."""
+    if not s.strip() or s.strip() == "None":
         return ()
     try:
         return _items(s, allow_none=True)

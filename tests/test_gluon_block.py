@@ -185,3 +185,24 @@ def test_a_hybridized_block_may_ignore_an_input():
         y = net(x, mx.nd.zeros((4,)))
     y.backward()
     np.testing.assert_array_equal(x.grad.asnumpy(), np.full((2, 3), 2.0))
+
+
+def test_block_inputs_may_be_auxiliary_states():
+    """Regression (MXNet's ONNX test_onnx_export_batchnorm): a hybridized block whose
+    inputs feed BatchNorm's moving statistics reads them as given, in training too, and
+    leaves them unchanged, as MXNet 1.9.1 does (values recorded with MXNet)."""
+    class BN(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, *inputs):
+            return F.BatchNorm(*inputs, eps=1e-5, momentum=0.5, fix_gamma=False)
+    block = BN()
+    block.initialize()
+    block.hybridize()
+    x = mx.nd.array([[[[1.0, 2.0]], [[3.0, 5.0]]]])
+    gamma, beta, mean, var = mx.nd.ones(2), mx.nd.zeros(2), mx.nd.zeros(2), mx.nd.ones(2)
+    np.testing.assert_allclose(block(x, gamma, beta, mean, var).asnumpy().ravel(),
+                               [0.999995, 1.99999, 2.999985, 4.999975], rtol=1e-6)
+    with mx.autograd.record():
+        y = block(x, gamma, beta, mean, var)
+    np.testing.assert_allclose(y.asnumpy().ravel(), [-0.99998, 0.99998, -0.999995, 0.999995],
+                               rtol=1e-5)
+    assert mean.asnumpy().tolist() == [0, 0] and var.asnumpy().tolist() == [1, 1]

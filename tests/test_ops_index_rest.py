@@ -162,3 +162,13 @@ def test_slice_assign_differentiates_under_autograd():
     want[0:2, 1:3] = 0
     np.testing.assert_array_equal(lhs.grad.asnumpy(), want)
     np.testing.assert_array_equal(rhs.grad.asnumpy(), head[0:2, 1:3])
+
+
+def test_slice_step_none_is_no_step():
+    """Regression (MXNet's ONNX test_onnx_export_slice): ``step=None`` reaches the op as the
+    string 'None', which MXNet reads as no step, whatever the length of begin."""
+    x = mx.nd.arange(60).reshape((3, 4, 5))
+    got = mx.nd.slice(x, begin=(None, 1), end=(None, 3), step=None)
+    np.testing.assert_array_equal(got.asnumpy(), x.asnumpy()[:, 1:3])
+    sym = mx.sym.slice(mx.sym.var("x"), begin=(None, 1), end=(None, 3), step=None)
+    assert sym.infer_shape(x=(3, 4, 5))[1] == [(3, 2, 5)]

@@ -158,13 +158,14 @@ class CachedGraph:
         self._arg_names = symbol.list_arguments()
         self._aux_names = symbol.list_auxiliary_states()
         self.aux_set = frozenset(self._aux_names)
-        # inputs the graph does not read are dropped from its calls (MXNet warns, as here)
-        self._used = tuple(n in self._arg_names for n in input_names)
+        # inputs the graph does not read are dropped from its calls (MXNet warns, as here);
+        # an input may also be an auxiliary state (BatchNorm's moving mean as a block input)
+        self._used = tuple(n in self._arg_names or n in self.aux_set for n in input_names)
         unused = [n for n, used in zip(input_names, self._used) if not used]
         if unused:
             warnings.warn(f"{where}: inputs {unused} are not used by the graph", stacklevel=3)
         self.symbol, self.params, self.where = symbol, params, where
-        self.input_names = [n for n in input_names if n in self._arg_names]
+        self.input_names = [n for n, used in zip(input_names, self._used) if used]
         self._n_inputs = len(input_names)
         self._pools: dict[tuple, list[_Slot]] = {}
         weakref.finalize(self, _release, self._pools)
@@ -231,11 +232,13 @@ class CachedGraph:
         slot = self._slot(inputs, needs, ctx, params, sig)
         exe = slot.exe
         for name, x in zip(self.input_names, inputs):
-            if x._is_sparse:  # a sparse value is replaced, never written: shared as is
+            if name in self.aux_set:
+                exe.aux_dict[name]._t.copy_(x._t)
+            elif x._is_sparse:  # a sparse value is replaced, never written: shared as is
                 exe.arg_dict[name]._assign(x._value)
             else:
                 exe._feed(name, x._t)
-        exe.forward(is_train=training)
+        exe.forward(is_train=training)  # a given aux state is read, never written back
         clone = exe._ctx.device_type != "cpu"  # CUDA-graph replays rewrite their outputs
         outs = [wrap(o._value, ctx) if o._is_sparse else
                 NDArray(o._t.clone() if clone else o._t) for o in exe.outputs]
@@ -265,7 +268,11 @@ class CachedGraph:
 
     def _bind(self, inputs, needs, ctx, params: ParamArrays, first: bool):
         args, grads, reqs, private = {}, {}, {}, {}
+        given_aux = {name: NDArray(torch.empty_like(x._t))
+                     for name, x in zip(self.input_names, inputs) if name in self.aux_set}
         for name, x, need in zip(self.input_names, inputs, needs):
+            if name in given_aux:
+                continue
             args[name] = _zeros(x, x.stype) if x._is_sparse else NDArray(torch.empty_like(x._t))
             grads[name] = _zeros(x, need) if need else None
             reqs[name] = "write" if need else "null"
@@ -283,8 +290,10 @@ class CachedGraph:
             else:  # a second executor: own buffers, added after the backward pass
                 grads[name] = private[name] = _zeros(grad, grad.stype)
                 reqs[name] = "write"
-        aux = {}
+        aux = dict(given_aux)
         for name in self._aux_names:
+            if name in aux:
+                continue
             if name not in params:
                 raise MXNetError(f"{self.where}: no auxiliary state named {name!r}")
             aux[name] = params[name][0]

@@ -88,9 +88,13 @@ def triton_backward_dot(p, ins, aux, rt):
 
 
 def triton_batch_dot(p, ins, aux, rt):
-    """Triton kernel: batched matmul with transposes as strided views."""
+    """Triton kernel: batched matmul with transposes as strided views (N-D inputs: the
+    batch dims flattened into one)."""
     from ..kernels.gemm import bmm
-    return (bmm(_bt(ins[0], p.transpose_a), _bt(ins[1], p.transpose_b)),)
+    a, b = _bt(ins[0], p.transpose_a), _bt(ins[1], p.transpose_b)
+    batch = a.shape[:-2]
+    out = bmm(a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]))
+    return (out.reshape(batch + out.shape[-2:]),)
 
 
 def _dot_prepare(p, in_shapes, out_shapes, out=None):
@@ -297,21 +301,23 @@ def _batch_shape(p, shapes):
     a, b = shapes
     if not a or not b:
         return None
-    if len(a) != 3 or len(b) != 3 or (a[0] and b[0] and a[0] != b[0]):
-        raise ShapeError(f"batch_dot expects 3-D inputs with one batch size, got lhs {a}, "
-                         f"rhs {b}")
-    m, k = (a[2], a[1]) if p.transpose_a else (a[1], a[2])
-    k2, n = (b[2], b[1]) if p.transpose_b else (b[1], b[2])
+    same_batch = all(x == y or not x or not y for x, y in zip(a[:-2], b[:-2]))
+    if len(a) < 3 or len(a) != len(b) or not same_batch:
+        raise ShapeError(f"batch_dot expects N-D inputs (N >= 3) with the same batch dims, "
+                         f"got lhs {a}, rhs {b}")
+    m, k = (a[-1], a[-2]) if p.transpose_a else (a[-2], a[-1])
+    k2, n = (b[-1], b[-2]) if p.transpose_b else (b[-2], b[-1])
     if not k or not k2:
         return None  # MXNet waits until the contracted sizes are known
     if k != k2:
         raise ShapeError(f"batch_dot shape error: lhs {a} and rhs {b} do not match on the "
                          "contracted axis")
-    return shapes, [(a[0] or b[0], m, n)]
+    batch = tuple(x or y for x, y in zip(a[:-2], b[:-2]))
+    return shapes, [batch + (m, n)]
 
 
 def _bt(x, flag):
-    return x.transpose(1, 2) if flag else x
+    return x.transpose(-1, -2) if flag else x
 
 
 def _batch_grad(g, p, ins, outs, og):
@@ -331,11 +337,13 @@ def _batch_grad(g, p, ins, outs, og):
 
 register(OpDef(
     name="batch_dot", params=_PARAMS, inputs=("lhs", "rhs"), infer_shape=_batch_shape,
-    forward=lambda p, ins, aux, rt: (torch.bmm(_bt(ins[0], p.transpose_a),
-                                               _bt(ins[1], p.transpose_b)),),
+    forward=lambda p, ins, aux, rt: (torch.matmul(_bt(ins[0], p.transpose_a),
+                                                  _bt(ins[1], p.transpose_b)),),
     gradient=_batch_grad, kernel=triton_batch_dot,
     cases=(Case(((2, 3, 4), (2, 4, 5))),
+           Case(((2, 2, 3, 4), (2, 2, 5, 4)), {"transpose_b": True}),
            Case(((2, 4, 3), (2, 4, 5)), {"transpose_a": True}),
            Case(((2, 3, 4), (2, 5, 4)), {"transpose_b": True}),
            Case(((2, 4, 3), (2, 5, 4)), {"transpose_a": True, "transpose_b": True})),
-    doc="Batched matrix product of two 3-D arrays: (B, M, K) x (B, K, N) -> (B, M, N)."))
+    doc="Batched matrix product over the leading dims: (B..., M, K) x (B..., K, N) -> "
+        "(B..., M, N)."))

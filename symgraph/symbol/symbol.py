@@ -245,6 +245,8 @@ class Symbol:
         if len(args) > len(names):
             raise TypeError(f"Too many positional arguments: {len(args)} for {names}")
         subs = dict(zip(names, args)) if args else kwargs
+        if kwargs:  # by name any input may be replaced, auxiliary states included
+            names = self.list_inputs()
         for key, value in subs.items():
             if key not in names:
                 raise MXNetError(f"Keyword argument name {key} not found. Candidate "
