@@ -38,16 +38,16 @@ RNN_CASES = [(mode, layers, bi, so) for mode in ("lstm", "gru", "rnn_tanh", "rnn
              for layers, bi, so in ((1, False, False), (2, True, True), (2, False, True))]
 
 
-def _rnn(mode, layers, bi, so, steps=4, batch=3, width=6):
+def _rnn(mode, layers, bi, so, steps=4, batch=3, width=6, as_input=False):
     sym = mx.sym.RNN(D, state_size=5, num_layers=layers, mode=mode, bidirectional=bi,
                      state_outputs=so, name="rnn")
     shapes = sym.infer_shape(data=(steps, batch, width))[0]
     inputs, params = {}, {}
     for name, shape in zip(sym.list_arguments(), shapes):
-        if name == "rnn_parameters":
+        if name == "rnn_parameters" and not as_input:
             params[name] = _f32(*shape) * 0.5
         else:
-            inputs[name] = _f32(*shape)
+            inputs[name] = _f32(*shape) * (0.5 if name == "rnn_parameters" else 1)
     return sym, inputs, params
 
 
@@ -55,6 +55,18 @@ def _rnn(mode, layers, bi, so, steps=4, batch=3, width=6):
 def test_rnn(mode, layers, bi, so, tmp_path):
     sym, inputs, params = _rnn(mode, layers, bi, so)
     check_onnx(sym, inputs, tmp_path, params=params, opsets=(12, 21))
+
+
+# the flat parameters as a graph input: W, R, B gathered from it at run time
+RNN_INPUT_CASES = [("lstm", 2, True, True), ("gru", 2, False, True), ("rnn_tanh", 1, True, False),
+                   ("rnn_relu", 2, True, True), ("lstm", 1, False, False)]
+
+
+@pytest.mark.parametrize("mode,layers,bi,so", RNN_INPUT_CASES)
+def test_rnn_parameters_input(mode, layers, bi, so, tmp_path):
+    sym, inputs, params = _rnn(mode, layers, bi, so, as_input=True)
+    assert not params
+    check_onnx(sym, inputs, tmp_path, opsets=(12, 13, 21))
 
 
 def test_rnn_dynamic_other_batch(tmp_path):
@@ -66,11 +78,16 @@ def test_rnn_dynamic_other_batch(tmp_path):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
+def test_rnn_computed_parameters(tmp_path):
+    """Parameters computed in the graph (here: a parameter times 2) are gathered too."""
+    w = mx.sym.Variable("w")
+    sym = mx.sym.RNN(D, w * 2, mx.sym.Variable("h"), state_size=5, num_layers=1, mode="gru")
+    params = {"w": _f32(195) * 0.3}
+    check_onnx(sym, {"data": _f32(4, 3, 6), "h": _f32(1, 3, 5)}, tmp_path, params=params,
+               opsets=(12, 21), dynamic=True)
+
+
 def test_rnn_refusals(tmp_path):
-    sym = mx.sym.RNN(D, mx.sym.Variable("w") * 2, state_size=5, num_layers=1, mode="gru")
-    with pytest.raises(ExportError, match="computed in the graph"):
-        mx.onnx.export_model(sym, {}, [(4, 3, 6), (195,), (1, 3, 5)], np.float32,
-                             str(tmp_path / "m.onnx"))
     sym = mx.sym.RNN(D, state_size=5, num_layers=1, mode="lstm", projection_size=3, name="rnn")
     shapes = dict(zip(sym.list_arguments(), sym.infer_shape(data=(4, 3, 6))[0]))
     params = {"rnn_parameters": mx.nd.zeros(shapes["rnn_parameters"])}
@@ -85,6 +102,9 @@ def test_rnn_refusals(tmp_path):
 FEAT = _f32(2, 3, 12, 10)
 ROIS = np.array([[0, 1.2, 2.3, 8.7, 9.1], [1, 0, 0, 15.5, 19], [1, 3.3, 4.4, 5.1, 5.2],
                  [0, -2, 1, 4, 30]], np.float32)
+# batch index < 0 (after truncation toward zero): the roi is skipped, its output zeros
+ROIS_SKIP = np.array([[-1, 0, 0, 0, 0], [0, 1.2, 2.3, 8.7, 9.1], [-2, 1, 1, 5, 5],
+                      [-0.5, 1, 2, 6, 7], [1, 0, 0, 15.5, 19]], np.float32)
 
 
 def _corner_boxes(*lead):
@@ -143,6 +163,9 @@ VISION_CASES = [
      {"data": _f32(2, 3, 4, low=0.2, high=1), "a": _f32(1, 3, 4, low=0.2, high=1)}),
     ("box_decode_corner", mx.sym.contrib.box_decode(D, mx.sym.Variable("a"), format="corner"),
      {"data": _f32(2, 3, 4, low=0.2, high=1), "a": _f32(1, 3, 4, low=0.2, high=1)}),
+    ("box_decode_f16", mx.sym.contrib.box_decode(D, mx.sym.Variable("a"), std1=0.3, clip=0.5),
+     {"data": _f32(2, 3, 4, low=0.2, high=1).astype(np.float16),
+      "a": _f32(1, 3, 4, low=0.2, high=1).astype(np.float16)}),
     ("multibox_prior", mx.sym.contrib.MultiBoxPrior(D, sizes=(0.5, 0.2), ratios=(1, 2)),
      {"data": _f32(2, 3, 5, 4)}),
     ("box_encode", mx.sym.contrib.box_encode(*[mx.sym.Variable(k) for k in ENCODE_IN]),
@@ -151,6 +174,9 @@ VISION_CASES = [
                                           sample_ratio=2), {"data": FEAT, "rois": ROIS}),
     ("roi_align_adaptive", mx.sym.contrib.ROIAlign(D, R, pooled_size=(2, 3), spatial_scale=0.7),
      {"data": FEAT, "rois": ROIS}),
+    ("roi_align_skipped", mx.sym.contrib.ROIAlign(D, R, pooled_size=(3, 2), spatial_scale=0.5,
+                                                  sample_ratio=2),
+     {"data": FEAT, "rois": ROIS_SKIP}),
     ("roi_pooling", mx.sym.ROIPooling(D, R, pooled_size=(3, 2), spatial_scale=0.5),
      {"data": FEAT, "rois": ROIS}),
 ]

@@ -1,5 +1,7 @@
 """ONNX translation of MXNet's fused ``RNN`` operator: one ONNX LSTM/GRU/RNN node per layer,
-its weights unpacked from MXNet's flat parameter vector and re-ordered to ONNX's gates."""
+its weights unpacked from MXNet's flat parameter vector and re-ordered to ONNX's gates:
+re-ordered initializers when the vector is a parameter, else Gathers from the vector at the
+positions its layout fixes (a graph input or a computed value)."""
 from __future__ import annotations
 
 import numpy as np
@@ -43,17 +45,27 @@ def _gates(a: np.ndarray, mode: str, hidden: int) -> np.ndarray:
     return np.concatenate([a[g * hidden:(g + 1) * hidden] for g in _ORDER[mode]], axis=0)
 
 
-def _layer_weights(e: Emitter, pieces: list[tuple], mode: str, hidden: int,
-                   dtype) -> tuple[str, str, str]:
-    """W, R, B initializers of one layer (both directions stacked)."""
-    w = np.stack([_gates(p[0], mode, hidden) for p in pieces]).astype(dtype)
-    r = np.stack([_gates(p[1], mode, hidden) for p in pieces]).astype(dtype)
+def _layer_index(pieces: list[tuple], mode: str, hidden: int) -> tuple:
+    """Positions in the flat vector of one layer's W, R and B (both directions stacked)."""
+    w = np.stack([_gates(p[0], mode, hidden) for p in pieces])
+    r = np.stack([_gates(p[1], mode, hidden) for p in pieces])
     b = np.stack([np.concatenate([_gates(p[2], mode, hidden), _gates(p[3], mode, hidden)])
-                  for p in pieces]).astype(dtype)
-    return e.const(w, hint="W"), e.const(r, hint="R"), e.const(b, hint="B")
+                  for p in pieces])
+    return w, r, b
 
 
-def _check(n: NodeCtx) -> np.ndarray:
+def _layer_weights(e: Emitter, n: NodeCtx, index: tuple, dtype) -> tuple[str, ...]:
+    """W, R, B of one layer: initializers when the flat parameters are known, else one
+    Gather each from the flat input at the (static) positions of their values."""
+    flat = n.const(1)
+    if flat is not None:
+        flat = np.asarray(flat).reshape(-1)
+        return tuple(e.const(flat[i].astype(dtype), hint=h) for i, h in zip(index, "WRB"))
+    return tuple(e.one("Gather", [n.ins[1], e.const(i.astype(np.int64), hint=f"{h}_index")],
+                       axis=0) for i, h in zip(index, "WRB"))
+
+
+def _check(n: NodeCtx) -> None:
     p = n.p
     if p.projection_size is not None:
         raise n.fail("projection_size (LSTMP has no ONNX recurrent op)")
@@ -64,22 +76,19 @@ def _check(n: NodeCtx) -> np.ndarray:
                      "cell state)")
     if n.in_dtypes[0] not in ("float32", "float64"):
         raise n.fail(f"dtype {n.in_dtypes[0]} (ONNX recurrent ops take float and double)")
-    flat = n.const(1)
-    if flat is None:
-        raise n.fail("the parameters input is computed in the graph; the export needs it "
-                     "as a parameter to re-order its gates")
-    return flat
+    if n.const(1) is None and (n.in_dtypes[1] != n.in_dtypes[0] or len(n.in_shapes[1]) != 1):
+        raise n.fail("computed parameters that are not a 1-D vector of the data's dtype")
 
 
 @converts("RNN")
 def rnn(e: Emitter, n: NodeCtx):
-    flat = _check(n)
+    _check(n)
     p, mode = n.p, n.p.mode
     dirs, hidden, layers = (2 if p.bidirectional else 1), p.state_size, p.num_layers
     dtype = np.dtype(n.in_dtypes[0])
     try:
-        pieces = _unpack(np.asarray(flat).reshape(-1), mode, layers, dirs, hidden,
-                         n.in_shapes[0][2])
+        pieces = _unpack(np.arange(int(np.prod(n.in_shapes[1]))), mode, layers, dirs,
+                         hidden, n.in_shapes[0][2])
     except ValueError as err:
         raise n.fail(str(err)) from None
     lstm = mode == "lstm"
@@ -90,7 +99,7 @@ def rnn(e: Emitter, n: NodeCtx):
         attrs["activations"] = ["Relu" if mode == "rnn_relu" else "Tanh"] * dirs
     x, hys, cys = n.ins[0], [], []
     for layer in range(layers):
-        w, r, b = _layer_weights(e, pieces[layer], mode, hidden, dtype)
+        w, r, b = _layer_weights(e, n, _layer_index(pieces[layer], mode, hidden), dtype)
         ends = (e.ints([layer * dirs]), e.ints([(layer + 1) * dirs]), e.ints([0]))
         h0 = e.one("Slice", [n.ins[2], *ends])
         ins = [x, w, r, b, "", h0]

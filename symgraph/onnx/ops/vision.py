@@ -165,11 +165,17 @@ def roi_align(e: Emitter, n: NodeCtx):
     elif p.aligned:
         raise n.fail("aligned=True needs opset 16 (RoiAlign's half_pixel mode)")
     boxes, batch = _split_rois(e, n.ins[1])
+    # MXNet outputs zeros for a roi whose (truncated) batch index is negative; ONNX Runtime
+    # refuses such an index: pool image 0 for it, then zero its rows
+    skip = e.one("Less", [batch, e.ints([0])])
+    batch = e.one("Where", [skip, e.ints([0]), batch])
     ph, pw = p.pooled_size
-    return [e.one("RoiAlign", [n.ins[0], boxes, batch], n.outs[0], mode="avg",
-                  output_height=int(ph), output_width=int(pw),
-                  sampling_ratio=max(int(p.sample_ratio), 0),
-                  spatial_scale=float(p.spatial_scale), **attrs)]
+    y = e.one("RoiAlign", [n.ins[0], boxes, batch], mode="avg",
+              output_height=int(ph), output_width=int(pw),
+              sampling_ratio=max(int(p.sample_ratio), 0),
+              spatial_scale=float(p.spatial_scale), **attrs)
+    zero = e.scalar(0, n.out_dtypes[0])
+    return [e.one("Where", [e.unsqueeze(skip, [1, 2, 3]), zero, y], n.outs[0])]
 
 
 @converts("ROIPooling")
@@ -194,21 +200,24 @@ def _corners(e: Emitter, c: list[str], fmt: str) -> list[str]:
 
 @converts("_contrib_box_decode")
 def box_decode(e: Emitter, n: NodeCtx):
-    p = n.p
-    if n.in_dtypes[0] != "float32":
-        raise n.fail(f"dtype {n.in_dtypes[0]} (the translation computes in float32)")
+    p, dtype = n.p, n.in_dtypes[0]
+    if dtype not in ("float32", "float16") or n.in_dtypes[1] != dtype:
+        raise n.fail(f"dtype {dtype} (the translation computes in float32)")
 
     def f(v):
         return e.const(np.float32(v))
+    data, anchors = n.ins[0], n.ins[1]
+    if dtype == "float16":  # float32 inside, as symgraph computes float16 boxes
+        data, anchors = e.cast(data, "float32"), e.cast(anchors, "float32")
     # anchors (1, M, 4) with M >= N: the first N, as MXNet reads them
-    anchors = e.one("Slice", [n.ins[1], e.ints([0]), e.dim_slice(n.ins[0], n.in_shapes[0], 1, 2),
+    anchors = e.one("Slice", [anchors, e.ints([0]), e.dim_slice(data, n.in_shapes[0], 1, 2),
                               e.ints([1])])
     ax, ay, aw, ah = e.split(anchors, [1, 1, 1, 1], 2, 4)
     if p.format == "corner":
         aw, ah = e.one("Sub", [aw, ax]), e.one("Sub", [ah, ay])
         ax = e.one("Add", [ax, e.one("Mul", [aw, f(0.5)])])
         ay = e.one("Add", [ay, e.one("Mul", [ah, f(0.5)])])
-    d = e.split(n.ins[0], [1, 1, 1, 1], 2, 4)
+    d = e.split(data, [1, 1, 1, 1], 2, 4)
     stds = (p.std0, p.std1, p.std2, p.std3)
     ox = e.one("Add", [e.one("Mul", [e.one("Mul", [d[0], f(stds[0])]), aw]), ax])
     oy = e.one("Add", [e.one("Mul", [e.one("Mul", [d[1], f(stds[1])]), ah]), ay])
@@ -217,9 +226,11 @@ def box_decode(e: Emitter, n: NodeCtx):
         dw, dh = (e.one("Min", [v, f(p.clip)]) for v in (dw, dh))
     ow = e.one("Mul", [e.one("Mul", [e.one("Exp", [dw]), aw]), f(0.5)])
     oh = e.one("Mul", [e.one("Mul", [e.one("Exp", [dh]), ah]), f(0.5)])
-    return [e.one("Concat", [e.one("Sub", [ox, ow]), e.one("Sub", [oy, oh]),
-                             e.one("Add", [ox, ow]), e.one("Add", [oy, oh])], n.outs[0],
-                  axis=2)]
+    box = [e.one("Sub", [ox, ow]), e.one("Sub", [oy, oh]), e.one("Add", [ox, ow]),
+           e.one("Add", [oy, oh])]
+    if dtype == "float16":
+        return [e.cast(e.one("Concat", box, axis=2), dtype, n.outs[0])]
+    return [e.one("Concat", box, n.outs[0], axis=2)]
 
 
 # ---------------------------------------------------------------- box_nms
