@@ -2,4 +2,4 @@
 :data:`symgraph.onnx.emitter.CONVERTERS`."""
 from __future__ import annotations
 
-from . import elemwise, index, nn, reduce, rnn, tensor, vision  # noqa: F401
+from . import elemwise, index, nn, reduce, rnn, sequence, tensor, vision  # noqa: F401
