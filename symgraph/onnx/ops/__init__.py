@@ -2,4 +2,14 @@
 :data:`symgraph.onnx.emitter.CONVERTERS`."""
 from __future__ import annotations
 
-from . import elemwise, index, nn, reduce, rnn, sequence, tensor, vision  # noqa: F401
+from . import (  # noqa: F401
+    control_flow,
+    elemwise,
+    index,
+    nn,
+    reduce,
+    rnn,
+    sequence,
+    tensor,
+    vision,
+)
