@@ -80,3 +80,17 @@ def test_ctc_loss_shape_errors_name_the_op():
     data, label = mx.sym.Variable("data"), mx.sym.Variable("label")
     with pytest.raises(mx.base.MXNetError, match="CTCLoss"):
         mx.sym.CTCLoss(data, label).infer_shape(data=(2, 2, 4), label=(2, 3))
+
+
+def test_softmax_output_labels_per_position_as_mxnet():
+    """SoftmaxOutput on (N, T, C) data takes (N, T) labels (MXNet's shape rule) while its
+    forward flattens the trailing axes; the backward reads the first N labels and normalises
+    over all of them (``tests/fixtures/softmax_output``, recorded with MXNet 1.9.1)."""
+    from tests import fixture_scripts
+    gen = fixture_scripts.load("softmax_output/generate.py")
+    got = gen.run(mx)
+    with np.load(Path(__file__).parent / "fixtures" / "softmax_output" / "nd_labels.npz") as f:
+        for key in f.files:
+            np.testing.assert_allclose(got[key], f[key], rtol=1e-5, atol=1e-7, err_msg=key)
+    s = mx.sym.SoftmaxOutput(mx.sym.var("d"), name="sm")
+    assert s.infer_shape(d=(2, 3, 4))[0] == [(2, 3, 4), (2, 3)]

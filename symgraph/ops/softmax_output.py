@@ -29,9 +29,9 @@ _PARAMS = (
 def _label_shape(p, data: tuple) -> tuple:
     if p.multi_output:
         return (data[0],) + tuple(data[2:])
-    if p.preserve_shape:
-        return tuple(data[:-1])
-    return (data[0],)
+    # MXNet 1.9.1 wants data.shape[:-1] whatever the convention (its forward still takes the
+    # softmax over the flattened trailing axes, and the backward reads one label per row)
+    return tuple(data[:-1])
 
 
 def _shape(p, shapes):
@@ -66,8 +66,9 @@ def _forward(p, ins, aux, rt):
 
 
 def _target(p, label: torch.Tensor, out_shape, classes: int, dtype) -> tuple:
-    """Target distribution (rows x classes) and the per-row keep mask."""
-    lab = label.reshape(-1)
+    """Target distribution (rows x classes) and the per-row keep mask (a label with more
+    entries than rows: its first ones, as MXNet reads it)."""
+    lab = label.reshape(-1)[:math.prod(out_shape) // classes]
     idx = lab.long().clamp(0, classes - 1)
     on, off = 1.0 - p.smooth_alpha, p.smooth_alpha / max(classes - 1, 1)
     t = torch.full((lab.numel(), classes), off, dtype=dtype, device=label.device)
@@ -85,10 +86,13 @@ def _backward_forward(p, ins, aux, rt):
     else:
         t, keep = _target(p, label, out.shape, classes, out.dtype)
     grad = (y2 - t) * keep[:, None].to(out.dtype)
+    extra = not p.multi_output and label.numel() > y2.shape[0] and \
+        tuple(label.shape) != tuple(out.shape)  # MXNet then normalises over every label
     if p.normalization == "batch":
-        norm = float(out.shape[0])
+        norm = float(label.numel() if extra else out.shape[0])
     elif p.normalization == "valid":
-        norm = float(max(int(keep.sum()), 1))
+        every = label.reshape(-1) != p.ignore_label if p.use_ignore and extra else keep
+        norm = float(max(int(every.sum()), 1))
     else:
         norm = 1.0
     if p.multi_output and p.normalization != "valid":  # MXNet also averages over positions
@@ -121,6 +125,8 @@ def _prepare_backward(p, in_shapes, out_shapes, out=None):
         return None
     classes = shape[-1] if p.preserve_shape else math.prod(shape[1:])
     rows = math.prod(shape) // classes
+    if math.prod(label_shape) != rows:  # more labels than rows: the reference's rules
+        return None
     valid, ignore = p.normalization == "valid" and p.use_ignore, p.ignore_label
     norm = {"batch": float(shape[0]), "valid": float(max(rows, 1))}.get(p.normalization, 1.0)
     scale = p.grad_scale / norm
