@@ -117,3 +117,20 @@ def test_round_is_exact_below_a_half():
     sym = mx.sym.round(mx.sym.var("x"))
     for got in (mx.nd.round(x), x.round(), sym.eval(x=x)[0], mx.nd.contrib.round_ste(x)):
         np.testing.assert_array_equal(got.asnumpy(), want)
+
+
+def test_integer_inputs_take_the_scalar_in_their_dtype():
+    """Regression (MXNet's ONNX test_onnx_export_scalar_op): bound scalar ops on integer
+    arrays cast the scalar to the array's dtype first, as MXNet 1.9.1 (values from MXNet);
+    integer mean divides with truncation and sum keeps the dtype."""
+    x = mx.nd.array([[23, 85, 19]], dtype="int32")
+    v = mx.sym.var("x", dtype="int32")
+    want = {"mul": [[2024, 7480, 1672]], "rminus": [[32, -30, 36]], "div": [[1, 7, 1]],
+            "power": [[23, 85, 19]]}
+    for key, sym in (("mul", v * 88.4), ("rminus", 55.5 - v), ("div", v / 12.3),
+                     ("power", v ** 1.3)):
+        np.testing.assert_array_equal(sym.eval(x=x)[0].asnumpy(), want[key], err_msg=key)
+    y = mx.nd.array([[1, 2, 4], [3, 5, 8]], dtype="int32")
+    got = mx.sym.mean(mx.sym.var("y", dtype="int32"), axis=1).eval(y=y)[0]
+    assert got.asnumpy().tolist() == [2, 5] and got.dtype == np.int32
+    assert mx.nd.sum(y, axis=1).dtype == np.int32

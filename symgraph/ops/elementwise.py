@@ -467,12 +467,20 @@ def scalar(name: str, ref, grad, expr: str, aliases: tuple[str, ...] = (), low=-
         return [grad(g, ins[0], outs[0], ograds[0], p.scalar)]
     fwd = _keep_dtype(ref)
     return register(OpDef(
-        name=name, forward=lambda p, ins, aux, rt: (fwd(ins[0], p.scalar),),
+        name=name, forward=lambda p, ins, aux, rt: (fwd(ins[0], _typed(ins[0], p.scalar)),),
         infer_shape=unary_shape, params=_SCALAR, gradient=gradient, aliases=aliases,
         hints=PlanHints(inplace=((0, 0),)), expr=TRITON.get(name),
         storage=sparse if sparse else None,
         cases=(Case(((3, 5),), {"scalar": case_scalar}, low=low, high=high),),
         doc=f"``{expr}`` with ``s`` the scalar attribute."))
+
+
+def _typed(x: torch.Tensor, s: float):
+    """The scalar in the input's type: MXNet casts it to an integer input's dtype first
+    (``int32 * 88.4`` multiplies by 88)."""
+    if x.dtype.is_floating_point or x.dtype == torch.bool:
+        return s
+    return int(s)  # C's conversion truncates toward zero
 
 
 def _smul(g, dy, s):

@@ -211,12 +211,24 @@ def _reduction(name, fn, grad, aliases=(), low=-1.0, high=1.0, storage=None):
 
 
 def _sum(x, axes, keep):
-    return torch.sum(x, dim=axes, keepdim=keep)
+    # integers stay in their dtype, as MXNet's sum (torch would give int64)
+    return torch.sum(x, dim=axes, keepdim=keep, dtype=None if _floating(x) else x.dtype)
+
+
+def _mean(x, axes, keep):
+    if _floating(x):
+        return torch.mean(x, dim=axes, keepdim=keep)
+    total = torch.sum(x, dim=axes, keepdim=keep, dtype=torch.int64)
+    count = x.numel() // max(total.numel(), 1)
+    return torch.div(total, count, rounding_mode="trunc").to(x.dtype)  # MXNet's int mean
+
+
+def _floating(x: torch.Tensor) -> bool:
+    return x.dtype.is_floating_point or x.dtype.is_complex
 
 
 _reduction("sum", _sum, _sum_grad, ("sum_axis",), storage=_sparse_reduction(False))
-_reduction("mean", lambda x, a, k: torch.mean(x, dim=a, keepdim=k), _mean_grad,
-           storage=_sparse_reduction(True))
+_reduction("mean", _mean, _mean_grad, storage=_sparse_reduction(True))
 _reduction("max", _amax, _extreme_grad, ("max_axis",))
 _reduction("min", _amin, _extreme_grad, ("min_axis",))
 _reduction("prod", _prod, _prod_grad, low=0.5, high=1.5)
