@@ -394,3 +394,46 @@ def test_dynamic(build, tmp_path):
         got = run_onnx(str(tmp_path / f"model{opset}.onnx"), other)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=str(opset))
+
+
+# ------------------------------------------------------------------ integer powers
+
+def _int_pow_grid(dtype):
+    """Every base in -5..5 against every exponent in -12..12, and overflowing powers."""
+    b, e = np.meshgrid(np.arange(-5, 6), np.arange(-12, 13))
+    extra = np.array([[3, 39], [3, 40], [7, 22], [-3, 39], [2, 31], [2, 32], [5, 27], [0, 0],
+                      [0, -1], [-7, 63], [3, 2**20 + 1], [-1, -2**31]])
+    x, y = np.concatenate([b.ravel(), extra[:, 0]]), np.concatenate([e.ravel(), extra[:, 1]])
+    if dtype == "uint8":
+        x, y = np.abs(x), np.abs(y)
+    return x.astype(dtype), y.astype(dtype)
+
+
+@pytest.mark.parametrize("name,dtype", [("_power", "int32"), ("_power", "int64"),
+                                        ("broadcast_power", "int32"),
+                                        ("broadcast_power", "int64"), ("_power", "int8"),
+                                        ("broadcast_power", "uint8")])
+def test_int_power_exact(name, dtype, tmp_path):
+    """Negative exponents (0, or +-1 for |base| == 1), 0 ** -1 and wrapping overflow: exactly
+    symgraph's integers (ONNX Runtime's Pow goes through a double)."""
+    x, y = _int_pow_grid(dtype)
+    check(op(name)(var("a"), var("b")), {"a": x, "b": y}, tmp_path, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name,s", [("_power_scalar", 2.5), ("_power_scalar", 7.0),
+                                    ("_power_scalar", 0.0), ("_rpower_scalar", 2.0),
+                                    ("_rpower_scalar", -1.5), ("_rpower_scalar", 3.0)])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_int_power_scalar(name, s, dtype, tmp_path):
+    """Integer data with a scalar: the scalar truncated to the dtype, an integer power
+    (negative exponents of an integer scalar base included)."""
+    x = np.arange(-5, 6).astype(dtype) if name == "_power_scalar" else \
+        np.arange(-6, 30).astype(dtype)
+    check(op(name)(var(), scalar=s), {"x": x}, tmp_path, rtol=0, atol=0)
+
+
+def test_int_power_param_exponent(tmp_path):
+    """A parameter exponent: only as many square-and-multiply steps as it needs."""
+    x = np.arange(-4, 5).astype("int64").reshape(3, 3)
+    y = np.array([[0, 1, 2], [3, -1, 5], [6, 2, 1]], dtype="int64")
+    check(op("_power")(var("a"), var("b")), {"a": x}, tmp_path, params={"b": y}, rtol=0, atol=0)

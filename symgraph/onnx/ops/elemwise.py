@@ -87,10 +87,12 @@ def _hypot(e: Emitter, a: str, b: str, dtype: str, out: str | None) -> str:
     return e.one("Sqrt", [e.one("Add", [e.one("Mul", [a, a]), e.one("Mul", [b, b])])], out)
 
 
-def _arith(e: Emitter, op_type: str, a: str, b: str, dtype: str, out: str | None) -> str:
-    """``a op b`` for the ops of :data:`_BINARY` and the scalar forms."""
+def _arith(e: Emitter, op_type: str, a: str, b: str, dtype: str, out: str | None,
+           exponent: np.ndarray | None = None) -> str:
+    """``a op b`` for the ops of :data:`_BINARY` and the scalar forms (``exponent``: the
+    value of ``b`` when it is a known constant, for integer ``Pow``)."""
     if needs_widening(e, op_type, dtype):
-        y = _arith(e, op_type, e.cast(a, "int32"), e.cast(b, "int32"), "int32", None)
+        y = _arith(e, op_type, e.cast(a, "int32"), e.cast(b, "int32"), "int32", None, exponent)
         return e.cast(y, dtype, out)
     if op_type == "Div":
         return _div(e, a, b, dtype, out)
@@ -98,12 +100,46 @@ def _arith(e: Emitter, op_type: str, a: str, b: str, dtype: str, out: str | None
         return _mod(e, a, b, dtype, out)
     if op_type == "Hypot":
         return _hypot(e, a, b, dtype, out)
+    if op_type == "Pow" and _is_int(dtype) and dtype != "bool":
+        return _int_pow(e, a, b, dtype, out, exponent)
     return e.one(op_type, [a, b], out)
+
+
+_INT_BITS = {"int8": 8, "uint8": 8, "int32": 32, "int64": 64}
+
+
+def _int_pow(e: Emitter, a: str, b: str, dtype: str, out: str | None,
+             exponent: np.ndarray | None = None) -> str:
+    """Integer ``a ** b`` as symgraph (torch) computes it: square-and-multiply wrapping in
+    the dtype, and for ``b < 0``: 1 for ``a == 1``, +-1 for ``a == -1``, else 0 (ONNX
+    Runtime goes through a double: wrong past 2**53, INT_MIN for ``0 ** -1``)."""
+    one, zero = scalar_const(e, 1, dtype), scalar_const(e, 0, dtype)
+    two = scalar_const(e, 2, dtype)
+    neg = e.one("Less", [b, zero])
+    ex = e.one("Max", [b, zero])
+    # one step per exponent bit; fewer when the exponent is a known constant
+    bits = _INT_BITS.get(dtype, 64) - 1
+    if exponent is not None:
+        bits = max(int(np.abs(exponent.astype(np.int64)).max(initial=0)).bit_length(), 1)
+    r, base = one, a  # the first Where broadcasts r to the output's shape
+    for step in range(bits):
+        odd = e.one("Equal", [e.one("Mod", [ex, two]), one])
+        r = e.one("Where", [odd, e.one("Mul", [r, base]), r])
+        if step < bits - 1:
+            base, ex = e.one("Mul", [base, base]), e.one("Div", [ex, two])
+    # a negative exponent: only |a| == 1 gives a non-zero integer
+    odd_b = e.one("Equal", [e.one("Mod", [e.one("Abs", [b]), two]), one])
+    minus = e.one("Where", [odd_b, scalar_const(e, -1, dtype), one])
+    small = e.one("Where", [e.one("Equal", [a, one]), one,
+                            e.one("Where", [e.one("Equal", [a, scalar_const(e, -1, dtype)]), minus,
+                                            zero])])
+    return e.one("Where", [neg, small, r], out)
 
 
 @converts(*_BINARY)
 def binary(e: Emitter, n: NodeCtx):
-    return [_arith(e, _BINARY[n.op], n.ins[0], n.ins[1], n.in_dtypes[0], n.outs[0])]
+    return [_arith(e, _BINARY[n.op], n.ins[0], n.ins[1], n.in_dtypes[0], n.outs[0],
+                   n.const(1))]
 
 
 _COMPARE = {"equal": ("Equal", False), "not_equal": ("Equal", True),
@@ -155,7 +191,10 @@ def scalar_arith(e: Emitter, n: NodeCtx):
     dtype = n.in_dtypes[0]
     s = scalar_const(e, float(n.p.scalar), dtype)
     a, b = (s, n.ins[0]) if reverse else (n.ins[0], s)
-    return [_arith(e, op_type, a, b, dtype, n.outs[0])]
+    known = None  # an integer exponent as scalar_const makes it: fewer Pow steps
+    if not reverse and _is_int(dtype) and dtype != "bool" and math.isfinite(float(n.p.scalar)):
+        known = np.asarray(math.trunc(float(n.p.scalar)), np.int64).astype(dtype)
+    return [_arith(e, op_type, a, b, dtype, n.outs[0], known)]
 
 
 @converts(*_SCALAR_COMPARE)
@@ -298,6 +337,12 @@ def hard_sigmoid(e: Emitter, n: NodeCtx):
 def identity(e: Emitter, n: NodeCtx):
     """The identity at inference (these differ from it in their gradients only)."""
     return [n.ins[0]]
+
+
+@converts("_rnn_param_concat")
+def rnn_param_concat(e: Emitter, n: NodeCtx):
+    """Concat of the RNN layers' parameters (it differs from Concat in shape inference only)."""
+    return [e.one("Concat", n.ins, n.outs[0], axis=int(n.p.dim))]
 
 
 @converts("add_n")
