@@ -134,3 +134,11 @@ def test_integer_inputs_take_the_scalar_in_their_dtype():
     got = mx.sym.mean(mx.sym.var("y", dtype="int32"), axis=1).eval(y=y)[0]
     assert got.asnumpy().tolist() == [2, 5] and got.dtype == np.int32
     assert mx.nd.sum(y, axis=1).dtype == np.int32
+
+
+def test_integer_power_of_a_negative_scalar():
+    """int32 ** -1 is C's pow truncated (0, 1, -1), as MXNet 1.9.1 gives it."""
+    x = mx.nd.array([[2, 1, -1, 3]], dtype="int32")
+    v = mx.sym.var("x", dtype="int32")
+    assert (v ** -1).eval(x=x)[0].asnumpy().tolist() == [[0, 1, -1, 0]]
+    assert (v ** 2.7).eval(x=x)[0].asnumpy().tolist() == [[4, 1, 1, 9]]

@@ -501,7 +501,13 @@ scalar("_div_scalar", torch.div, lambda g, x, y, dy, s: _smul(g, dy, 1.0 / s), "
 scalar("_rdiv_scalar", lambda x, s: s / x,
        lambda g, x, y, dy, s: g.op("negative", g.op("elemwise_div", _mul(g, dy, y), x)),
        "s / x", ("_RDivScalar",), low=0.5, high=2.0)
-scalar("_power_scalar", torch.pow,
+def _int_pow(x: torch.Tensor, s) -> torch.Tensor:
+    """pow for an integer array and scalar: C's pow in double, truncated back (negative
+    exponents included, which torch refuses for integers)."""
+    return torch.pow(x, s) if x.dtype.is_floating_point else torch.pow(x.double(), s)
+
+
+scalar("_power_scalar", _int_pow,
        lambda g, x, y, dy, s: _mul(g, dy, _smul(g, _scalar(g, "_power_scalar", x, s - 1.0), s)),
        "pow(x, s)", ("_PowerScalar",), low=0.5, high=2.0)
 scalar("_rpower_scalar", lambda x, s: torch.pow(s, x),
