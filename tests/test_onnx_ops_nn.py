@@ -77,8 +77,12 @@ def _pool_cases():
         yield (f"pool_{kind}_{conv}_{int(include)}_{k}_{s}_{p}", sym, (1, 2, 11, 10))
     for kind in ("max", "avg", "sum"):
         yield f"pool_global_{kind}", mx.sym.Pooling(X, global_pool=True, kernel=(1, 1),
-                                                     pool_type=kind), IMG
-    yield "pool_lp", mx.sym.Pooling(X, kernel=(2, 2), pool_type="lp", p_value=2), IMG
+                                                     pool_type=kind, p_value=1), IMG
+    for power in (1, 2, 3):
+        yield f"pool_lp{power}", mx.sym.Pooling(X, kernel=(2, 2), pool_type="lp",
+                                               p_value=power), IMG
+        yield f"pool_global_lp{power}", mx.sym.Pooling(X, kernel=(1, 1), pool_type="lp",
+                                                      global_pool=True, p_value=power), IMG
     yield "pool_3d", mx.sym.Pooling(X, kernel=(2, 2, 2), stride=(2, 1, 2),
                                     pooling_convention="full"), (1, 2, 5, 4, 5)
 

@@ -140,12 +140,21 @@ def pooling(e: Emitter, n: NodeCtx):
     rank, kind = len(n.in_shapes[0]) - 2, n.p.pool_type
     if p.global_pool and kind in ("max", "avg"):
         return [e.one("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", [x], out)]
-    if p.global_pool and kind == "sum":
-        return [e.reduce("ReduceSum", x, list(range(2, rank + 2)), True, out)]
-    if p.global_pool:
-        raise n.fail("global lp pooling")
+    if kind == "lp":  # MXNet's: the p-th root of the window's sum of x ** p (signed)
+        power = int(p.p_value or 2)
+        x = x if power == 1 else e.one("Pow", [x, e.scalar(power, n.in_dtypes[0])])
+        summed = _sum_pool(e, n, x, rank)
+        return [_lp_root(e, summed, power, n.in_dtypes[0], out)]
+    if kind == "sum":
+        return [_sum_pool(e, n, x, rank, out)]
     if p.pooling_convention == "same":
         raise n.fail("pooling_convention 'same'")
+    return [_window_pool(e, n, x, kind, out)]
+
+
+def _window_pool(e: Emitter, n: NodeCtx, x: str, kind: str, out: str | None) -> str:
+    """max, avg or sum pooling over MXNet's windows (``n``'s kernel, stride, pad)."""
+    p, rank = n.p, len(n.in_shapes[0]) - 2
     kernel = list(p.kernel)
     pad, stride = _spatial(p, "pad", rank, 0), _spatial(p, "stride", rank, 1)
     include = p.count_include_pad is None or bool(p.count_include_pad)
@@ -155,18 +164,30 @@ def pooling(e: Emitter, n: NodeCtx):
     attrs = dict(kernel_shape=kernel, strides=stride, pads=window.begin + window.end,
                  ceil_mode=window.ceil)
     if kind == "max":
-        return [e.one("MaxPool", [x], out, **attrs)]
-    if kind == "lp":
-        attrs.pop("ceil_mode")
-        return [e.one("LpPool", [x], out, p=int(p.p_value or 2), **attrs)]
+        return e.one("MaxPool", [x], out, **attrs)
     scale = _avg_scale(n, window, include) if window.exact_divisor else None
     if kind == "avg" and scale is None:
-        return [e.one("AveragePool", [x], out, count_include_pad=int(include), **attrs)]
+        return e.one("AveragePool", [x], out, count_include_pad=int(include), **attrs)
     avg = e.one("AveragePool", [x], count_include_pad=1, **attrs)
     if kind == "sum":  # sum = average over the whole window * its size
         scale = np.full(n.out_shapes[0][2:], float(np.prod(kernel)))
-    return [e.one("Mul", [avg, e.const(scale.astype(_np_type(n.in_dtypes[0])),
-                                       hint="window")], out)]
+    return e.one("Mul", [avg, e.const(scale.astype(_np_type(n.in_dtypes[0])),
+                                      hint="window")], out)
+
+
+def _sum_pool(e: Emitter, n: NodeCtx, x: str, rank: int, out: str | None = None) -> str:
+    if n.p.global_pool:
+        return e.reduce("ReduceSum", x, list(range(2, rank + 2)), True, out)
+    return _window_pool(e, n, x, "sum", out)
+
+
+def _lp_root(e: Emitter, y: str, power: int, dtype: str, out: str | None) -> str:
+    if power == 1:
+        return e.one("Identity", [y], out)
+    if power == 2:
+        return e.one("Sqrt", [y], out)
+    root = e.one("Pow", [e.one("Abs", [y]), e.scalar(1.0 / power, dtype)])
+    return e.one("Mul", [e.one("Sign", [y]), root], out)  # a signed cube root
 
 
 def _np_type(dtype: str):
