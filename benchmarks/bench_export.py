@@ -53,8 +53,16 @@ def lstm_bucket():
 MODELS = {"mlp": mlp, "resnet18_64px": resnet18, "lstm_bucket32": lstm_bucket}
 
 
+def _with_label(sym, shapes: dict) -> dict:
+    """The data shapes and, for a loss head's label, its shape (one label per position)."""
+    known = dict(shapes)
+    if "softmax_label" in sym.list_arguments():
+        known["softmax_label"] = next(iter(shapes.values()))
+    return known
+
+
 def _params(sym, shapes):
-    arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
+    arg_shapes, _, aux_shapes = sym.infer_shape(**_with_label(sym, shapes))
     rng = np.random.RandomState(0)
     args = {n: mx.nd.array(rng.uniform(-0.05, 0.05, s)) for n, s in
             zip(sym.list_arguments(), arg_shapes) if n not in shapes and not
@@ -85,11 +93,11 @@ def measure(name: str, steps: int) -> dict:
     rng = np.random.RandomState(1)
     data = {k: (rng.randint(0, ints[k], s) if k in ints else rng.uniform(-1, 1, s))
             .astype(np.float32) for k, s in shapes.items()}
-    exe = sym.simple_bind(mx.cpu(), grad_req="null", **shapes)
+    exe = sym.simple_bind(mx.cpu(), grad_req="null", **_with_label(sym, shapes))
     exe.copy_params_from(args, aux)
     for k, v in data.items():
         exe.arg_dict[k][:] = v
-    module = to_torch(sym, args, aux, input_shapes=shapes).eval()
+    module = to_torch(sym, args, aux, input_shapes=_with_label(sym, shapes)).eval()
     tdata = {k: torch.tensor(v) for k, v in data.items()}
     compiled = torch.compile(module)
     with tempfile.TemporaryDirectory() as tmp:
