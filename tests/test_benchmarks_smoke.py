@@ -45,3 +45,11 @@ def test_bench_sparse_peers_run_and_the_sparse_gradient_holds_rows_only(optimize
                 bench_sparse.DIM * 4 + 8) * 2
         else:
             assert got["embedding_grad_bytes"] == dense_bytes
+
+
+def test_bench_export_measures_every_peer_on_the_same_outputs():
+    pytest.importorskip("onnxruntime")
+    from benchmarks import bench_export
+    r = bench_export.measure("mlp", steps=1)
+    assert set(r["ms"]) == {"symgraph_executor", "torch_eager", "torch_compile", "onnxruntime"}
+    assert max(r["max_abs_diff_vs_executor"].values()) < 1e-5
