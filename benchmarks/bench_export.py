@@ -56,8 +56,10 @@ MODELS = {"mlp": mlp, "resnet18_64px": resnet18, "lstm_bucket32": lstm_bucket}
 def _with_label(sym, shapes: dict) -> dict:
     """The data shapes and, for a loss head's label, its shape (one label per position)."""
     known = dict(shapes)
-    if "softmax_label" in sym.list_arguments():
-        known["softmax_label"] = next(iter(shapes.values()))
+    names = sym.list_arguments()
+    if "softmax_label" in names:  # inferred, or (a reshaped label) one per data position
+        inferred = dict(zip(names, sym.infer_shape_partial(**shapes)[0]))["softmax_label"]
+        known["softmax_label"] = inferred or next(iter(shapes.values()))
     return known
 
 
