@@ -75,3 +75,4 @@ def test_an_initializer_object_repr_hint_loads_as_in_mxnet():
     doc["nodes"][0]["attrs"]["__init__"] = "<mxnet.initializer.Xavier"
     with pytest.raises(mx.base.MXNetError, match="__init__"):
         mx.sym.load_json(json.dumps(doc))
+

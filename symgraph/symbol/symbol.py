@@ -34,6 +34,7 @@ class Symbol:
 
     __slots__ = ("_outputs", "_ig", "__weakref__")
     __hash__ = object.__hash__
+    __array_priority__ = 1000.0  # numpy scalars defer to our reflected operators, as MXNet
 
     def __init__(self, outputs: Sequence[Entry]):
         self._outputs: list[Entry] = list(outputs)
