@@ -11,13 +11,14 @@ Errors are relative to the largest magnitude of the compared values.
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import json
 import pathlib
 import sys
 import tempfile
 import time
 import traceback
-import zlib
 
 import numpy as np
 
@@ -28,15 +29,19 @@ DEFAULT_SIZE = 64  # 2x2 pixels per sample in the last stage: batch statistics s
 TOL = 1e-4
 
 
+@functools.cache
+def _scenarios():
+    path = pathlib.Path(__file__).resolve().parents[2] / "tests/fixtures/model_zoo/scenarios.py"
+    spec = importlib.util.spec_from_file_location("zoo_scenarios", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def param_value(name: str, shape) -> np.ndarray:
-    """A value for parameter ``name``, seeded by its name (positive variances)."""
-    rng = np.random.RandomState(zlib.crc32(name.encode()))
-    if name.endswith(("running_var", "gamma")):
-        return rng.uniform(0.5, 1.5, shape).astype(np.float32)
-    if name.endswith(("running_mean", "beta", "bias")):
-        return rng.uniform(-0.1, 0.1, shape).astype(np.float32)
-    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-    return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+    """A value for parameter ``name``, seeded by its name: the model-zoo fixtures' formula
+    (``tests/fixtures/model_zoo/scenarios.py``)."""
+    return _scenarios().param_value(name, shape)
 
 
 def build(mx, name: str, batch: int = 2):
