@@ -31,6 +31,12 @@ import check as gcv_check  # noqa: E402 - tools/gluoncv_zoo
 import sweep  # noqa: E402 - tools/export_zoo
 
 FAMILIES = ("classification", "detection", "segmentation", "pose", "action")
+INTRO = ("The GluonCV 0.11 architectures of `docs/model_zoo.md` (exported by MXNet 1.9.1, "
+         "parameters rebuilt by formula) through both exports: ONNX (checker, ONNX Runtime; "
+         "detections that differ only at tied scores count as equal) and the PyTorch "
+         "module, against symgraph's executor on the recorded input. Regenerate with "
+         "`python tools/export_zoo/gluoncv.py --compile none --resume --out "
+         "tools/export_zoo/gluoncv_results.jsonl`, then `--report ... --doc`.")
 
 
 def models(exports: str, family: str | None) -> list[tuple[str, str]]:
@@ -87,7 +93,7 @@ def main(argv=None) -> int:
     if args.report:
         records = [json.loads(line) for line in open(args.report)]
         if args.doc:
-            sweep.write_doc(records, args.doc)
+            sweep.write_doc(records, args.doc, "GluonCV model-zoo export sweep", INTRO)
         print(sum(r["status"] == "match" for r in records), "of", len(records), "match")
         return 0
     import symgraph as mx

@@ -244,26 +244,39 @@ def timed_record(name: str, run) -> dict:
     return rec
 
 
-def write_doc(records: list[dict], path: str) -> None:
+VISION_INTRO = (
+    "Every `gluon.model_zoo.vision` architecture (10 classes, seeded parameters) exported to "
+    "ONNX (ONNX checker, ONNX Runtime) and converted to a PyTorch module (forward in "
+    "training and inference mode, parameter gradients, `torch.compile` with inductor), each "
+    "compared with symgraph's executor. Regenerate with `python tools/export_zoo/sweep.py "
+    "--doc docs/export_zoo.md`.")
+
+
+def write_doc(records: list[dict], path: str, title: str = "Model-zoo export sweep",
+              intro: str = VISION_INTRO) -> None:
+    """A Markdown page of the records: counts, one row per model, the notes."""
     ok = sum(r["status"] == "match" for r in records)
-    lines = ["# Model-zoo export sweep", "",
-             "Every `gluon.model_zoo.vision` architecture (10 classes, seeded parameters) "
-             "exported to ONNX (ONNX checker, ONNX Runtime) and converted to a PyTorch module "
-             "(forward in training and inference mode, parameter gradients, `torch.compile` "
-             "with inductor), each compared with symgraph's executor. Errors are the largest "
-             "difference relative to the largest magnitude; **match** means all are at most "
-             f"{TOL:g}. Regenerate with `python tools/export_zoo/sweep.py --doc "
-             "docs/export_zoo.md`.", "",
+    lines = [f"# {title}", "", intro, "",
+             "Errors are the largest difference relative to the largest magnitude; **match** "
+             f"means all are at most {TOL:g}. Training forward and gradients are compared in "
+             "float64; a float32 output that misses is judged against the float64 result "
+             f"(within {ROUNDING_TOL:g} of it, or of the PyTorch module in float64 within "
+             f"{TOL:g}; the notes say which).", "",
              f"**{ok} of {len(records)} architectures match.**", "",
              "| model | input | ONNX Runtime | torch train | torch grads | torch eval | "
              "torch.compile | status |", "|---|---|---|---|---|---|---|---|"]
     keys = ("onnx_error", "torch_train_error", "torch_grad_error", "torch_infer_error",
             "torch_compile_error")
+    notes = []
     for r in records:
         cells = [f"{r[k]:.1e}" if k in r else "-" for k in keys]
         status = r["status"] if r["status"] != "error" else f"error: {r['error'][:80]}"
-        shape = "x".join(str(d) for d in r.get("input", []))
-        lines.append(f"| {r['model']} | {shape} | " + " | ".join(cells) + f" | {status} |")
+        shape = r.get("input") or next(iter(r.get("inputs", {}).values()), [])
+        dims = "x".join(str(d) for d in shape)
+        lines.append(f"| {r['model']} | {dims} | " + " | ".join(cells) + f" | {status} |")
+        notes += [f"- {r['model']}: {v}" for k, v in r.items() if k.endswith("_note")]
+    if notes:
+        lines += ["", "## Notes", ""] + notes
     pathlib.Path(path).write_text("\n".join(lines) + "\n")
 
 
