@@ -1,6 +1,6 @@
-"""CPU max pooling and 2-D convolution run torch's channels-last kernels from 8 channels up:
-the same values (pooling: the same first-maximum argmax and gradients) as the channel-first
-path, returned contiguous."""
+"""CPU max pooling runs torch's channels-last kernel from 8 channels up: the same values, the
+same first-maximum argmax and gradients as the channel-first path, returned contiguous.
+Prepared 2-D convolutions equal the op's forward."""
 from __future__ import annotations
 
 import numpy as np
