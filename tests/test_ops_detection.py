@@ -99,3 +99,16 @@ def test_proposal_outputs_and_zero_gradient():
     out.backward(mx.nd.ones(out.shape))
     for v in data:
         assert not v.grad.asnumpy().any()
+
+
+def test_roi_align_gradient_with_every_roi_skipped_is_zero():
+    """Regression (GluonCV's Faster R-CNN FPN through the PyTorch export): rois with a
+    negative batch index are skipped; when all are, the data gradient is zero, not an
+    autograd error."""
+    sym = mx.sym.contrib.ROIAlign(mx.sym.var("d"), mx.sym.var("r"), pooled_size=(2, 2),
+                                  spatial_scale=1.0)
+    exe = sym.simple_bind(mx.cpu(), d=(1, 2, 5, 5), r=(1, 5))
+    exe.forward(is_train=True, d=np.ones((1, 2, 5, 5), np.float32),
+                r=np.array([[-1.0, 0, 0, 2, 2]], np.float32))
+    exe.backward([mx.nd.ones((1, 2, 2, 2))])
+    assert exe.grad_dict["d"].asnumpy().tolist() == np.zeros((1, 2, 5, 5)).tolist()

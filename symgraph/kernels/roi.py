@@ -335,7 +335,10 @@ def roi_align_backward_ref(dy, x, rois, a):
     """Reference: autograd through :func:`roi_align_ref`."""
     with torch.enable_grad():
         leaf = x.detach().requires_grad_(True)
-        return torch.autograd.grad(roi_align_ref(leaf, rois, a), leaf, dy)[0]
+        out = roi_align_ref(leaf, rois, a)
+        if not out.requires_grad:  # every ROI skipped (negative batch index): no gradient
+            return torch.zeros_like(x)
+        return torch.autograd.grad(out, leaf, dy)[0]
 
 
 # ---------------------------------------------------------------- RROIAlign
