@@ -146,3 +146,19 @@ def test_a_model_without_parameters_exports_from_files(tmp_path):
                                 [(2, 3)], np.float32, str(tmp_path / "m.onnx"))
     x = np.random.RandomState(0).uniform(-1, 1, (2, 3)).astype(np.float32)
     np.testing.assert_array_equal(run_onnx(path, {"data": x})[0], np.abs(x))
+
+
+def test_output_names_never_collide(tmp_path):
+    """Regression (GluonCV's Faster R-CNN FPN): output 0 of a node ``split0`` is named
+    ``split00``, which a node of that name also claims; one of them takes an ``idx_``
+    prefix, so the file stays in single static assignment form."""
+    x = mx.sym.var("data")
+    first = mx.sym.relu(x, name="split00")
+    parts = mx.sym.split(first, num_outputs=2, axis=1, name="split0")
+    out = mx.sym.Group([parts[0] + 1, parts[1] * 2])
+    data = np.random.RandomState(0).uniform(-1, 1, (2, 4)).astype(np.float32)
+    path = str(tmp_path / "m.onnx")
+    mx.onnx.export_model(out, {}, [(2, 4)], np.float32, path)
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    for g, w in zip(run_onnx(path, {"data": data}), run_symgraph(out, {"data": data}, {})):
+        np.testing.assert_allclose(g, w, rtol=1e-6)

@@ -224,8 +224,12 @@ def _initializers(e: Emitter, graph: ExportGraph) -> dict:
 
 def _out_names(e: Emitter, node: Node, nid: int, visible: int) -> list[str]:
     """MXNet's ONNX names of a node's outputs (``name`` or ``name0``, ``name1`` ...)."""
-    base = node.name if node.name not in e.names else f"idx_{nid}_{node.name}"
-    return [base] if visible == 1 else [f"{base}{k}" for k in range(visible)]
+    def named(base: str) -> list[str]:
+        return [base] if visible == 1 else [f"{base}{k}" for k in range(visible)]
+    names = named(node.name)
+    if any(n in e.names for n in names):  # taken (node 'split00' and output 0 of 'split0')
+        names = named(f"idx_{nid}_{node.name}")
+    return names
 
 
 def _translate(e: Emitter, graph: ExportGraph, env: dict, verbose: bool) -> list[str]:
