@@ -284,10 +284,13 @@ class _MXNetRule(torch.autograd.Function):
         ograds = [g if g is not None else torch.zeros_like(o)
                   for g, o in zip(ograds, ctx.outs)]
         rt = Runtime(is_train=True, device=ograds[0].device)
-        with torch.no_grad():
+        # grad mode on: some backward references differentiate with autograd themselves
+        # (ROIAlign's); the rule's results are values, not part of a graph
+        with torch.enable_grad():
             grads = call.op.gradient(_EagerGrad(call.where, rt), call.p, list(ins),
                                      list(ctx.outs), ograds)
-        grads = list(grads) + [None] * (len(ins) - len(grads))
+        grads = [None if g is None else g.detach() for g in grads]
+        grads = grads + [None] * (len(ins) - len(grads))
         return (None, *[g if t is not None and t.requires_grad else None
                         for g, t in zip(grads, ins)])
 
