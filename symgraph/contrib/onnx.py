@@ -10,33 +10,29 @@ _IMPORT = ("Please be advised that importing ONNX models into MXNet is going to 
            "mxnet.contrib.onnx.import_model/get_model_metadata/import_to_gluon.")
 
 
+def _forward(name: str, notice: str, args, kwargs):
+    """Call ``symgraph.onnx.<name>`` after MXNet's notices for the old path."""
+    from .. import onnx
+    print(f"Calling mxnet.contrib.onnx.{name}...")
+    print(notice)
+    return getattr(onnx, name)(*args, **kwargs)
+
+
 def export_model(*args, **kwargs):
     """:func:`symgraph.onnx.export_model`."""
-    from ..onnx import export_model as export
-    print("Calling mxnet.contrib.onnx.export_model...")
-    print(_MOVED)
-    return export(*args, **kwargs)
+    return _forward("export_model", _MOVED, args, kwargs)
 
 
 def import_model(*args, **kwargs):
     """:func:`symgraph.onnx.import_model`."""
-    from ..onnx import import_model as load
-    print("Calling mxnet.contrib.onnx.import_model...")
-    print(_IMPORT)
-    return load(*args, **kwargs)
+    return _forward("import_model", _IMPORT, args, kwargs)
 
 
 def get_model_metadata(*args, **kwargs):
     """:func:`symgraph.onnx.get_model_metadata`."""
-    from ..onnx import get_model_metadata as metadata
-    print("Calling mxnet.contrib.onnx.get_model_metadata...")
-    print(_IMPORT)
-    return metadata(*args, **kwargs)
+    return _forward("get_model_metadata", _IMPORT, args, kwargs)
 
 
 def import_to_gluon(*args, **kwargs):
     """:func:`symgraph.onnx.import_to_gluon`."""
-    from ..onnx import import_to_gluon as to_gluon
-    print("Calling mxnet.contrib.onnx.import_to_gluon...")
-    print(_IMPORT)
-    return to_gluon(*args, **kwargs)
+    return _forward("import_to_gluon", _IMPORT, args, kwargs)
