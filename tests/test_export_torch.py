@@ -61,6 +61,26 @@ def test_module_exports_and_compiles(name):
     torch.testing.assert_close(compiled(**data), want)
 
 
+def test_compiles_in_one_graph_with_reshape_resize_and_gather_nd():
+    """No graph break (``fullgraph=True``) where ops compute sizes on the host (Reshape's
+    -1, BilinearResize2D's float32 scale) or check indices (gather_nd: checked as it runs)."""
+    x = mx.sym.var("data")
+    y = mx.sym.contrib.BilinearResize2D(mx.sym.reshape(x, shape=(0, -1, 3, 4)), height=5,
+                                        width=7)
+    idx = mx.sym.var("idx", dtype="int32")
+    net = mx.sym.Group([y, mx.sym.gather_nd(x, idx)])
+    data = torch.randn(2, 6, 2)
+    m = to_torch(net, {}, {}, input_shapes={"data": (2, 6, 2), "idx": (2, 3)},
+                 input_types={"idx": np.int32}).eval()
+    compiled = torch.compile(m, backend="aot_eager", fullgraph=True)
+    good = torch.tensor([[0, 1, -2], [5, 0, 1]], dtype=torch.int32)
+    for got, want in zip(compiled(data=data, idx=good), m(data=data, idx=good)):
+        torch.testing.assert_close(got, want)
+    with pytest.raises(RuntimeError, match="out of bounds for axis 1"):
+        torch.compile(m, backend="aot_eager")(
+            data=data, idx=torch.tensor([[0, 1, 1], [5, 6, 1]], dtype=torch.int32))
+
+
 def test_inductor_compiles_the_module():
     net = NETS["resnet_block"]()
     args, aux = net.params()

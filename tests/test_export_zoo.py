@@ -18,3 +18,31 @@ sweep = fixture_scripts.load("export_zoo/sweep.py",
 def test_zoo_architecture_exports_match(name):
     rec = sweep.check_model(mx, name, compile_=None)
     assert rec["status"] == "match", rec
+
+
+def _detector():
+    """A tiny detector head: scores and boxes from a dense layer, then box_nms."""
+    import numpy as np
+    rows = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=6 * 12, name="head")
+    rows = mx.sym.reshape(mx.sym.sigmoid(rows) * 10, shape=(0, 12, 6))
+    sym = mx.sym.contrib.box_nms(rows, id_index=0, score_index=1, coord_start=2,
+                                 overlap_thresh=0.3, topk=8)
+    rng = np.random.RandomState(3)
+    args = {"head_weight": mx.nd.array(rng.uniform(-1, 1, (72, 5))),
+            "head_bias": mx.nd.array(rng.uniform(-1, 1, 72))}
+    return sym, args, {"data": rng.uniform(-1, 1, (2, 5)).astype(np.float32)}
+
+
+def test_cut_verdict_feeds_the_discrete_ops():
+    """The verdict for a flipped choice runs ONNX Runtime with box_nms's input fed from the
+    executor, and checks the stretch before it too: equal outputs give a note, wrong
+    reference outputs none."""
+    sym, args, inputs = _detector()
+    cut_json, names, entries = sweep._cut_graph(sym.tojson())
+    cut = mx.sym.load_json(cut_json)
+    assert names and names[0] in cut.list_arguments() and len(cut.list_outputs()) == 2
+    want = [o.asnumpy() for o in sym.bind(mx.cpu(), {**args, "data": mx.nd.array(
+        inputs["data"])}).forward()]
+    err, note = sweep.cut_verdict(mx, sym, args, {}, inputs, want)
+    assert err <= sweep.TOL and "_contrib_box_nms" in note
+    assert sweep.cut_verdict(mx, sym, args, {}, inputs, [w + 1 for w in want]) is None

@@ -298,8 +298,8 @@ def test_reduce(name, attrs, dtype, tmp_path):
     check(op(name)(var(), **attrs), {"x": x}, tmp_path)
 
 
-# MXNet keeps integer dtypes where symgraph's executor promotes (sum to int64, float math
-# to float32): these follow MXNet 1.9.1's own outputs
+# integer ops keep MXNet's dtypes (float math truncated back, sums and products wrapping):
+# these follow MXNet 1.9.1's own outputs
 INT_MXNET = [
     ("sum", lambda x: mx.sym.sum(x, axis=(1, 2)), lambda x: x.sum((1, 2)).astype(np.int32)),
     ("prod", lambda x: mx.sym.prod(x, axis=0), lambda x: x.prod(0).astype(np.int32)),
@@ -324,6 +324,21 @@ def test_int_like_mxnet(build, want, tmp_path):
     for opset, got in export_run(build(var()), {"x": x}, tmp_path).items():
         assert got[0].dtype == x.dtype, opset
         np.testing.assert_array_equal(got[0], want(x), err_msg=str(opset))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+@pytest.mark.parametrize("axis", [None, 1, (0, 2)])
+def test_integer_prod_wraps(dtype, axis, tmp_path):
+    """ONNX Runtime's ReduceProd saturates on overflow; MXNet's product wraps (a Loop of
+    Mul in the export)."""
+    low, high = (0, 255) if dtype == "uint8" else (-3000, 3000)
+    x = data((3, 5, 4), low, high, dtype, 1.0)
+    want = x.prod(axis=axis, dtype=dtype)
+    want = want.reshape(1) if axis is None else want  # MXNet's (1,) for a full reduction
+    for opset, got in export_run(mx.sym.prod(var(), axis=axis), {"x": x}, tmp_path).items():
+        assert got[0].dtype == x.dtype, opset
+        np.testing.assert_array_equal(got[0], want, err_msg=str(opset))
+    check(mx.sym.prod(var(), axis=axis, keepdims=True), {"x": x}, tmp_path)
 
 
 def test_reduce_rank1_full(tmp_path):

@@ -129,3 +129,58 @@ def test_embedding_clips_indices_as_mxnet(tmp_path):
     sym = mx.sym.Embedding(X, input_dim=6, output_dim=3, name="emb")
     data = np.array([[0, 5, 2], [7, -1, 3]], np.float32)  # out-of-range ids are clipped
     check_onnx(sym, {"data": data}, tmp_path, params={"emb_weight": _u(6, 3)})
+
+
+DEFORM = [  # (data shape, num_filter, kernel, stride, pad, dilate, num_group, dg, no_bias)
+    ((2, 4, 7, 6), 6, (3, 3), (1, 1), (1, 1), (1, 1), 1, 1, False),
+    ((1, 4, 5, 8), 4, (3, 3), (2, 2), (1, 1), (2, 2), 2, 2, True),
+    ((2, 6, 6, 5), 3, (3, 2), (1, 2), (1, 0), (2, 1), 1, 3, False),
+]
+
+
+def _deformable(case, modulated: bool):
+    shape, nf, k, s, p, d, g, dg, no_bias = case
+    ho = (shape[2] + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    wo = (shape[3] + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    kk = k[0] * k[1]
+    offset = _u(shape[0], 2 * dg * kk, ho, wo, low=-3, high=3)
+    offset[:, :, 0, 0] = np.round(offset[:, :, 0, 0])  # whole pixels: the edges exactly
+    inputs = {"data": _u(*shape), "offset": offset}
+    attrs = dict(kernel=k, stride=s, pad=p, dilate=d, num_filter=nf, num_group=g,
+                 num_deformable_group=dg, no_bias=no_bias, name="dc")
+    if modulated:
+        inputs["mask"] = _u(shape[0], dg * kk, ho, wo, low=0, high=1)
+        sym = mx.sym.contrib.ModulatedDeformableConvolution(
+            X, mx.sym.var("offset"), mx.sym.var("mask"), **attrs)
+    else:
+        sym = mx.sym.contrib.DeformableConvolution(X, mx.sym.var("offset"), **attrs)
+    return sym, inputs, _params(sym, {n: v.shape for n, v in inputs.items()})
+
+
+@pytest.mark.parametrize("modulated", [True, False], ids=["v2", "v1"])
+@pytest.mark.parametrize("case", DEFORM, ids=[f"deform{i}" for i in range(len(DEFORM))])
+def test_deformable_convolution(case, modulated, tmp_path):
+    """DeformConv against the executor, offsets up to 3 pixels so samples cross every
+    border: v2 reads 0 outside the image as DeformConv does; v1 (clamped last row and
+    column, nothing outside) through moved offsets."""
+    sym, inputs, params = _deformable(case, modulated)
+    check_onnx(sym, inputs, tmp_path, params=params, opsets=(19, 21, 28))
+    check_onnx(sym, inputs, tmp_path, params=params, opsets=(21,), dynamic=True)
+
+
+def test_deformable_convolution_refusals(tmp_path):
+    """Before opset 19 there is no DeformConv; v1's border rule needs static H and W."""
+    for modulated, opset, dynamic, why in ((True, 18, None, "opset 19"),
+                                           (False, 21, (None, 4, None, None), "height")):
+        sym, inputs, params = _deformable(DEFORM[0], modulated)
+        names = [n for n in sym.list_arguments() if n in inputs]
+        shapes = [inputs[n].shape for n in names]
+        kwargs = {}
+        if dynamic:
+            kwargs = dict(dynamic=True, dynamic_input_shapes=[dynamic] + [
+                (None,) + s[1:2] + (None, None) for s in shapes[1:]])
+        with pytest.raises(ExportError, match=why):
+            mx.onnx.export_model(sym, {k: mx.nd.array(v) for k, v in params.items()}, shapes,
+                                 [np.float32] * len(names), str(tmp_path / "m.onnx"),
+                                 opset_version=opset, **kwargs)
+        assert not (tmp_path / "m.onnx").exists()

@@ -136,6 +136,16 @@ def test_integer_inputs_take_the_scalar_in_their_dtype():
     assert mx.nd.sum(y, axis=1).dtype == np.int32
 
 
+def test_integer_prod_keeps_the_dtype_and_wraps():
+    """Regression (MXNet's ONNX test_onnx_export_reduce_op): prod of int32 stays int32 and
+    wraps on overflow, the values MXNet 1.9.1 gives for this input."""
+    x = mx.nd.array(np.arange(1, 25).reshape(2, 3, 4) * 1000, dtype="int32")
+    got = mx.nd.prod(x, axis=2)
+    assert got.dtype == np.int32
+    assert got.asnumpy()[0].tolist() == [-277250048, 2067333120, 200179712]
+    assert mx.nd.prod(x, axis=(0, 2)).asnumpy().tolist() == [0, -2147483648, -2147483648]
+
+
 def test_integer_power_of_a_negative_scalar():
     """int32 ** -1 is C's pow truncated (0, 1, -1), as MXNet 1.9.1 gives it."""
     x = mx.nd.array([[2, 1, -1, 3]], dtype="int32")

@@ -40,7 +40,7 @@ import math
 import torch
 import triton.language as tl
 
-from .runtime import block_for, cdiv, kernel
+from .runtime import block_for, cdiv, fp32, kernel
 from .table import KernelSpec, tensor_bytes
 
 _SCALE = 2048  # OpenCV's INTER_RESIZE_COEF_SCALE (11 fractional bits)
@@ -194,7 +194,7 @@ def _area_tables(h: int, w: int, oh: int, ow: int, uint8: bool):
         if uint8 and iy == ix == 2:
             return (_axis_table(h, oh, 1, True, True) + _axis_table(w, ow, 1, True)), 1, 1.0
         return (_box_table(oh, iy) + _box_table(ow, ix)), 3 if uint8 else 0, \
-            float(torch.tensor(1.0 / (ix * iy), dtype=torch.float32))
+            fp32(1.0 / (ix * iy))
     return (_overlap_table(h, oh, sy) + _overlap_table(w, ow, sx)), 3 if uint8 else 0, 1.0
 
 

@@ -27,7 +27,7 @@ import triton.language as tl
 
 from .detection import acc_dtype
 from .reduce import MAX, MIN, SUM, acc_type, check_out
-from .runtime import block_for, cdiv, kernel
+from .runtime import block_for, cdiv, fp32, kernel
 from .sort import sort_rows
 from .table import KernelSpec, tensor_bytes
 
@@ -68,10 +68,8 @@ def prior_geometry(h: int, w: int, sizes, ratios, steps) -> tuple:
     root = torch.sqrt(ratio)
     half = torch.stack([size * h / w * root / 2, size / root / 2], -1)
     if steps[0] <= 0 or steps[1] <= 0:
-        steps = (1.0 / torch.tensor(h, dtype=torch.float32), 1.0 / torch.tensor(
-            w, dtype=torch.float32))
-    return half, float(torch.tensor(steps[0], dtype=torch.float32)), float(
-        torch.tensor(steps[1], dtype=torch.float32))
+        steps = (1.0 / h, 1.0 / w)  # MXNet: 1.0f / h, the same float32
+    return half, fp32(steps[0]), fp32(steps[1])
 
 
 def multibox_prior(data: torch.Tensor, sizes=(1.0,), ratios=(1.0,), clip: bool = False,

@@ -7,6 +7,7 @@ setting ``TRITON_INTERPRET`` before import. Nothing is compiled until the first 
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -87,6 +88,12 @@ def kernel(fn: Callable | None = None, **jit_options: Any):
     if fn is None:
         return lambda f: Kernel(f, **jit_options)
     return Kernel(fn, **jit_options)
+
+
+def fp32(value: float) -> float:
+    """``value`` rounded to float32, as MXNet's fp32 host math (struct: torch.compile folds
+    it without a graph break)."""
+    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 def cdiv(a: int, b: int) -> int:

@@ -30,7 +30,7 @@ import triton.language as tl
 
 from .copy import copy_view, fill
 from .philox import device
-from .runtime import block_for, cdiv, kernel
+from .runtime import block_for, cdiv, fp32, kernel
 from .table import KernelSpec, tensor_bytes
 
 
@@ -136,7 +136,7 @@ def resize_scale(size_in: int, size_out: int, align_corners: bool) -> float:
     if size_out <= 1:
         return 0.0
     ratio = (size_in - 1) / (size_out - 1) if align_corners else size_in / size_out
-    return float(torch.tensor(ratio, dtype=torch.float32))
+    return fp32(ratio)
 
 
 def _geometry(x, out_hw, align_corners):

@@ -538,6 +538,10 @@ def _check_nd_bounds(data: torch.Tensor, indices: torch.Tensor) -> None:
     for axis in range(idx.shape[0]):
         size, row = data.shape[axis], idx[axis]
         bad = (row < -size) | (row >= size)
+        if torch.compiler.is_compiling():  # traced (torch.compile/export): checked as it runs
+            torch._assert_async(~bad.any(), f"gather_nd: an index is out of bounds for axis "
+                                            f"{axis} with size {size}")
+            continue
         if bool(bad.any()):
             value = int(row[bad].reshape(-1)[0])
             raise IndexOutOfBoundsError(f"index {value} is out of bounds for axis {axis} with "

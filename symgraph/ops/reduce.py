@@ -91,8 +91,10 @@ def _amin(x, axes, keep):
 
 
 def _prod(x, axes, keep):
+    # integers stay in their dtype and wrap on overflow, as MXNet's (torch gives int64)
+    dtype = None if _floating(x) else x.dtype
     for a in sorted(axes, reverse=True):
-        x = torch.prod(x, dim=a, keepdim=keep)
+        x = torch.prod(x, dim=a, keepdim=keep, dtype=dtype)
     return x
 
 

@@ -38,7 +38,7 @@ def _infer_reshape(src: tuple, spec: tuple, reverse: bool) -> tuple:
             out.append(code); i += 1
         j += 1
     if infer_at >= 0:
-        known = math.prod(d for d in out if d != -1)
+        known = math.prod([d for d in out if d != -1])  # a list: torch.compile traces it
         out[infer_at] = math.prod(src) // known if known else 0
     if 0 not in src and math.prod(out) != math.prod(src):  # 0: unknown, left to inference
         raise ShapeError(f"Reshape: target shape size {tuple(out)} is different from source "

@@ -60,23 +60,79 @@ def _same(got, want):
     return gcv_check._same_detections(list(got), list(want))
 
 
+def _load(mx, folder: str, name: str):
+    """(symbol, arg params, aux params, recorded inputs) of one export."""
+    with open(os.path.join(folder, f"{name}-symbol.json")) as f:
+        graph_json = f.read()
+    io = dict(np.load(os.path.join(folder, f"{name}-io.npz")))
+    graph = json.loads(graph_json)
+    inputs = gcv_check._model_inputs(graph, io)
+    with tempfile.TemporaryDirectory() as tmp:
+        json_path, params_path = gcv_check._files(mx, graph_json, graph, io, None, tmp)
+        sym = mx.sym.load(json_path)
+        loaded = mx.nd.load(params_path)
+    args = {k[4:]: v for k, v in loaded.items() if k.startswith("arg:")}
+    aux = {k[4:]: v for k, v in loaded.items() if k.startswith("aux:")}
+    return sym, args, aux, inputs
+
+
 def check(mx, folder: str, name: str, compile_: str | None) -> dict:
     def run(rec):
         rec["family"] = os.path.basename(folder)
-        with open(os.path.join(folder, f"{name}-symbol.json")) as f:
-            graph_json = f.read()
-        io = dict(np.load(os.path.join(folder, f"{name}-io.npz")))
-        graph = json.loads(graph_json)
-        inputs = gcv_check._model_inputs(graph, io)
-        with tempfile.TemporaryDirectory() as tmp:
-            json_path, params_path = gcv_check._files(mx, graph_json, graph, io, None, tmp)
-            sym = mx.sym.load(json_path)
-            loaded = mx.nd.load(params_path)
-        args = {k[4:]: v for k, v in loaded.items() if k.startswith("arg:")}
-        aux = {k[4:]: v for k, v in loaded.items() if k.startswith("aux:")}
+        sym, args, aux, inputs = _load(mx, folder, name)
         rec["inputs"] = {k: list(v.shape) for k, v in inputs.items()}
         return sweep.check_all(mx, sym, args, aux, inputs, compile_, rec, same=_same)
     return sweep.timed_record(name, run)
+
+
+def compile_check(mx, folder: str, name: str, backend: str) -> dict:
+    """``torch.compile`` alone: the module in inference mode compiled with ``backend``
+    against the executor's float32 inference output (the float32 rule applies)."""
+    def run(rec):
+        import torch
+
+        from symgraph.export import to_torch
+        sym, args, aux, inputs = _load(mx, folder, name)
+        infer = sweep.run_executor(mx, sym, args, aux, inputs, train=False)[0]
+        m = to_torch(sym, args, aux, input_shapes={k: v.shape for k, v in inputs.items()})
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        with torch.no_grad():
+            got = sweep._outputs(torch.compile(m.eval(), backend=backend)(
+                **{k: torch.tensor(v) for k, v in inputs.items()}))
+        got = [o.numpy() for o in got]
+        breaks = torch._dynamo.utils.counters["graph_break"]
+        rec.update(graph_breaks=sum(breaks.values()), break_reasons=sorted(breaks)[:3])
+        rec.update(backend=backend, torch_compile_error=max(
+            sweep._err(o, w) for o, w in zip(got, infer)), _torch_compile_out=got)
+        sweep.rounding_verdict(mx, sym, args, aux, inputs, infer, rec, _same)
+        rec["status"] = "match" if rec["torch_compile_error"] <= sweep.TOL else "mismatch"
+    return sweep.timed_record(name, run)
+
+
+def merge(records: list[dict], compiled: list[dict]) -> list[dict]:
+    """The sweep's records with the ``--compile-only`` results folded in (the torch.compile
+    column; a model matches only if its compile check matches too)."""
+    by_model = {}
+    for c in compiled:
+        by_model.setdefault(c["model"], []).append(c)
+    out = []
+    for rec in records:
+        rec = dict(rec)
+        for c in by_model.get(rec["model"], ()):
+            if c["status"] == "error":
+                rec.update(status="error", error=f"torch.compile ({c.get('backend')}): "
+                                                 f"{c['error']}")
+                continue
+            rec["torch_compile_error"] = max(rec.get("torch_compile_error", 0.0),
+                                             c["torch_compile_error"])
+            rec.setdefault("compile_backends", []).append(c["backend"])
+            if c.get("torch_compile_note"):
+                rec[f"torch_compile_{c['backend']}_note"] = c["torch_compile_note"]
+            if c["status"] != "match" and rec["status"] == "match":
+                rec["status"] = "mismatch"
+        out.append(rec)
+    return out
 
 
 def main(argv=None) -> int:
@@ -87,11 +143,18 @@ def main(argv=None) -> int:
     ap.add_argument("--compile", default="aot_eager")
     ap.add_argument("--out", default="/tmp/gcv_export.jsonl")
     ap.add_argument("--resume", action="store_true", help="skip models already in --out")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="only the torch.compile check (with --compile's backend)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="take the families in turn (a partial run then samples all)")
     ap.add_argument("--report", default=None, help="a --out file to summarise")
+    ap.add_argument("--compiled", nargs="*", default=(),
+                    help="--compile-only files to merge into the report")
     ap.add_argument("--doc", default=None)
     args = ap.parse_args(argv)
     if args.report:
-        records = [json.loads(line) for line in open(args.report)]
+        records = merge([json.loads(line) for line in open(args.report)],
+                        [json.loads(line) for path in args.compiled for line in open(path)])
         if args.doc:
             sweep.write_doc(records, args.doc, "GluonCV model-zoo export sweep", INTRO)
         print(sum(r["status"] == "match" for r in records), "of", len(records), "match")
@@ -101,10 +164,19 @@ def main(argv=None) -> int:
     if args.resume and os.path.exists(args.out):
         done = {json.loads(line)["model"] for line in open(args.out)}
     with open(args.out, "a" if args.resume else "w") as f:
-        for folder, name in models(args.exports, args.family):
+        todo = models(args.exports, args.family)
+        if args.interleave:
+            rank = {}
+            for i, (folder, _) in enumerate(todo):
+                rank[i] = sum(f == folder for f, _ in todo[:i])
+            todo = [todo[i] for i in sorted(rank, key=lambda i: (rank[i], todo[i][0]))]
+        for folder, name in todo:
             if (args.models and name not in args.models) or name in done:
                 continue
-            rec = check(mx, folder, name, None if args.compile == "none" else args.compile)
+            if args.compile_only:
+                rec = compile_check(mx, folder, name, args.compile)
+            else:
+                rec = check(mx, folder, name, None if args.compile == "none" else args.compile)
             f.write(json.dumps(rec) + "\n")
             f.flush()
             print(name, rec["status"], rec.get("error", "")[:200], rec["seconds"], flush=True)

@@ -31,6 +31,9 @@ TOL = 1e-4
 # from the float64 result is at most this, or twice symgraph's own (docs/model_zoo.md's
 # tolerance against MXNet): deep nets amplify float32 rounding, more in some runtimes
 ROUNDING_TOL = 1e-3
+# ... provided symgraph's own float32 output is within this of float64: beyond it a discrete
+# choice (top-k, NMS) flipped, and distances from float64 judge nothing
+CONTINUOUS = 1e-2
 
 
 @functools.cache
@@ -80,21 +83,26 @@ def _outputs(out) -> list:
 
 def run_executor(mx, sym, args, aux, inputs: dict, train: bool = True, heads_seed: int = 5):
     """symgraph's executor: float32 inference outputs and (``train``) float64 training
-    outputs, head gradients and parameter gradients. Training is compared in float64: batch
+    outputs, head gradients, parameter gradients and the graph trained (``sym``, or where it
+    fixes float32 inside, the graph widened). Training is compared in float64: batch
     statistics of a batch of one amplify float32 rounding through deep nets."""
     exe = sym.simple_bind(mx.cpu(), **{k: v.shape for k, v in inputs.items()})
     exe.copy_params_from(args, aux)
     infer = [o.asnumpy() for o in exe.forward(is_train=False, **inputs)]
     if not train:
-        return infer, None, None, None
-    wide = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in inputs.items()}
+        return infer, None, None, None, sym
+    wide = _wide_inputs(inputs)
     types = {k: v.dtype for k, v in wide.items()}
     types.update({k: np.float64 for k, v in {**args, **aux}.items() if v.dtype == np.float32})
-    try:
-        exe = sym.simple_bind(mx.cpu(), type_dict=types, **{k: v.shape for k, v in wide.items()})
-    except mx.MXNetError:  # a graph fixing float32 inside (detectors' constants): float32
-        wide = inputs
-        exe = sym.simple_bind(mx.cpu(), **{k: v.shape for k, v in wide.items()})
+    for graph, feed, dtypes in ((sym, wide, types), (None, wide, types), (sym, inputs, {})):
+        graph = _widened(mx, sym) if graph is None else graph  # fixing float32: widened
+        try:
+            exe = graph.simple_bind(mx.cpu(), type_dict=dtypes,
+                                    **{k: v.shape for k, v in feed.items()})
+            break
+        except mx.MXNetError:  # an op without float64: float32 as a last resort
+            continue
+    wide = feed
     exe.copy_params_from(args, aux)
     exe._rt.generator.manual_seed(0)
     outs = [o.asnumpy() for o in exe.forward(is_train=True, **wide)]
@@ -103,7 +111,7 @@ def run_executor(mx, sym, args, aux, inputs: dict, train: bool = True, heads_see
              np.zeros(o.shape, o.dtype) for o in outs]
     exe.backward([mx.nd.array(h, dtype=h.dtype) for h in heads])
     grads = {k: exe.grad_dict[k].asnumpy() for k in args if exe.grad_dict.get(k) is not None}
-    return infer, outs, heads, grads
+    return infer, outs, heads, grads, graph
 
 
 def check_onnx(mx, sym, args, aux, inputs: dict, want: list, workdir: str,
@@ -130,16 +138,18 @@ def check_torch(mx, sym, args, aux, inputs: dict, executor, compile_: str | None
     import torch
 
     from symgraph.export import to_torch
-    infer, train, heads, grads = executor
+    infer, train, heads, grads, train_sym = executor
     tin = {k: torch.tensor(v) for k, v in inputs.items()}
     shapes = {k: v.shape for k, v in inputs.items()}
     rec = {}
     if train is not None:
-        m = to_torch(sym, args, aux, input_shapes=shapes)
-        wide = tin
-        if train[0].dtype == np.float64:  # the executor trained in float64: so does the module
-            m = m.double()
+        wide, params = tin, (args, aux)
+        if any(o.dtype == np.float64 for o in train):  # the executor trained in float64
             wide = {k: v.double() if v.dtype == torch.float32 else v for k, v in tin.items()}
+            params = [{k: v.astype("float64") if v.dtype == np.float32 else v
+                       for k, v in d.items()} for d in (args, aux)]
+        m = to_torch(train_sym, *params, input_shapes=shapes,
+                     input_types={k: v.numpy().dtype for k, v in wide.items()})
         torch.manual_seed(0)  # the executor's dropout masks: the same seed, the same draws
         outs = _outputs(m.train()(**wide))
         rec["torch_train_error"] = max(_err(o.detach().numpy(), t) for o, t in zip(outs, train))
@@ -164,57 +174,155 @@ def check_torch(mx, sym, args, aux, inputs: dict, executor, compile_: str | None
     return rec
 
 
-def _float64_truth(mx, sym, args, aux, inputs: dict) -> list:
-    wide = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in inputs.items()}
+def _widened(mx, sym):
+    """The graph with its float32 constants and casts made float64
+    (``tools/gluoncv_zoo/gcvzoo_common.widen_json``)."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "gluoncv_zoo"))
+    from gcvzoo_common import widen_json
+    return mx.sym.load_json(widen_json(sym.tojson()))
+
+
+def _float64_truth(mx, sym, args, aux, inputs: dict):
+    """(the executor's float64 outputs, the graph that gave them): the graph itself, or
+    where it fixes float32 inside (detectors' casts and aranges) the graph widened; (None,
+    None) when neither binds in float64."""
+    wide = _wide_inputs(inputs)
     types = {k: v.dtype for k, v in wide.items()}
     types.update({k: np.float64 for k, v in {**args, **aux}.items() if v.dtype == np.float32})
-    try:
-        exe = sym.simple_bind(mx.cpu(), grad_req="null", type_dict=types,
-                              **{k: v.shape for k, v in wide.items()})
-    except mx.MXNetError:  # a graph fixing float32 inside: no float64 result to judge by
-        return None
-    exe.copy_params_from(args, aux)
-    return [o.asnumpy() for o in exe.forward(is_train=False, **wide)]
+    for graph in (sym, None):
+        graph = _widened(mx, sym) if graph is None else graph
+        try:
+            exe = graph.simple_bind(mx.cpu(), grad_req="null", type_dict=types,
+                                    **{k: v.shape for k, v in wide.items()})
+        except mx.MXNetError:  # a graph fixing float32 inside: try it widened
+            continue
+        exe.copy_params_from(args, aux)
+        return [o.asnumpy() for o in exe.forward(is_train=False, **wide)], graph
+    return None, None
 
 
-def rounding_verdict(mx, sym, args, aux, inputs: dict, infer: list, rec: dict) -> None:
+def rounding_verdict(mx, sym, args, aux, inputs: dict, infer: list, rec: dict,
+                     same=None) -> None:
     """Where a float32 output misses symgraph's float32 output, accept it when it is as close
     to the float64 result as symgraph's own float32 output is (deep nets amplify rounding;
-    ``docs/model_zoo.md`` applies the same rule against MXNet)."""
+    ``docs/model_zoo.md`` applies the same rule against MXNet); else for ONNX Runtime when
+    it matches with the discrete ops' inputs fed (:func:`cut_verdict`), for the module when
+    it matches in float64."""
     keys = [k for k in ("onnx", "torch_infer", "torch_compile")
             if rec.get(f"{k}_error", 0.0) > TOL and f"_{k}_out" in rec]
     if not keys:
         return
-    truth = _float64_truth(mx, sym, args, aux, inputs)
+    truth, sym64 = _float64_truth(mx, sym, args, aux, inputs)
     if truth is None:
         return
     own = max(_err(o, t) for o, t in zip(infer, truth))
-    wide = _torch_float64(mx, sym, args, aux, inputs, truth) if any(
-        k.startswith("torch") for k in keys) else None
     for k in keys:
         theirs = max(_err(o, t) for o, t in zip(rec[f"_{k}_out"], truth))
-        if theirs <= max(2 * own, ROUNDING_TOL):
+        if own <= CONTINUOUS and theirs <= max(2 * own, ROUNDING_TOL):
             rec[f"{k}_note"] = (f"float32 rounding: {rec[f'{k}_error']:.1e} from symgraph's "
                                 f"float32; {theirs:.1e} from float64 (symgraph's float32: "
                                 f"{own:.1e})")
             rec[f"{k}_error"] = theirs if theirs <= TOL else 0.0
-        elif k.startswith("torch") and wide is not None and wide <= TOL:
+            continue
+        if k == "onnx":
+            verdict = cut_verdict(mx, sym, args, aux, inputs, infer, same)
+            if verdict:
+                rec["onnx_error"], rec["onnx_note"] = verdict
+            continue
+        got = _torch_float64(mx, sym64, args, aux, inputs)
+        wide = max(_err(o, t) for o, t in zip(got, truth)) if len(got) == len(truth) else 1.0
+        if wide <= TOL:
+            widened = "" if sym64 is sym else " (its float32 casts and constants widened)"
             rec[f"{k}_note"] = (f"float32 rounding: {rec[f'{k}_error']:.1e} in float32; the "
-                                f"module in float64 is {wide:.1e} from the executor's float64")
+                                f"module on the graph in float64{widened} is {wide:.1e} from "
+                                "the executor's float64")
             rec[f"{k}_error"] = wide
 
 
-def _torch_float64(mx, sym, args, aux, inputs: dict, truth: list) -> float:
-    """The PyTorch module's inference in float64 against the executor's float64."""
+def _wide_inputs(inputs: dict) -> dict:
+    return {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in inputs.items()}
+
+
+def _torch_float64(mx, sym, args, aux, inputs: dict) -> list:
+    """The PyTorch module's inference outputs in float64."""
     import torch
 
     from symgraph.export import to_torch
-    m = to_torch(sym, args, aux, input_shapes={k: v.shape for k, v in inputs.items()})
-    m = m.double().eval()
-    wide = {k: torch.tensor(v.astype(np.float64) if v.dtype == np.float32 else v)
-            for k, v in inputs.items()}
+    wide = _wide_inputs(inputs)
+    params = [{k: v.astype("float64") if v.dtype == np.float32 else v for k, v in d.items()}
+              for d in (args, aux)]
+    m = to_torch(sym, *params, input_shapes={k: v.shape for k, v in inputs.items()},
+                 input_types={k: v.dtype for k, v in wide.items()}).eval()
     with torch.no_grad():
-        return max(_err(o.numpy(), t) for o, t in zip(_outputs(m(**wide)), truth))
+        out = m(**{k: torch.tensor(v) for k, v in wide.items()})
+        return [o.numpy() for o in _outputs(out)]
+
+
+# ops whose output is a discrete choice on their inputs' values (orders, top-k cuts, NMS)
+DISCRETE = ("_contrib_box_nms", "topk", "sort", "argsort", "argmax", "argmin",
+            "_contrib_MultiBoxDetection")
+
+
+def _cut_graph(graph_json: str) -> tuple[str, list, list]:
+    """The graph with every input of a :data:`DISCRETE` op read from a new variable, and the
+    values those inputs had as extra outputs after the graph's own: (its JSON, the
+    variables' names, the (node, output) entries they replace)."""
+    graph = json.loads(graph_json)
+    nodes, cuts, names = graph["nodes"], {}, []
+    for node in list(nodes):
+        if node["op"] not in DISCRETE:
+            continue
+        for slot, entry in enumerate(node["inputs"]):
+            key = (entry[0], entry[1])
+            if key not in cuts:
+                names.append(f"{nodes[entry[0]]['name']}_out{entry[1]}_cut")
+                nodes.append({"op": "null", "name": names[-1], "inputs": []})
+                graph["arg_nodes"].append(len(nodes) - 1)
+                cuts[key] = len(nodes) - 1
+            node["inputs"][slot] = [cuts[key], 0, 0]
+    graph["heads"] += [[nid, out, 0] for nid, out in cuts]
+    graph.pop("node_row_ptr", None)
+    return json.dumps(graph), names, list(cuts)
+
+
+def cut_verdict(mx, sym, args, aux, inputs: dict, want: list, same=None):
+    """(error, note) when ONNX Runtime's float32 outputs match the executor's once every
+    discrete op reads the executor's values for its inputs, and ONNX Runtime's own values
+    for those inputs (computed from the fed values upstream) are within ROUNDING_TOL of
+    the executor's: each continuous stretch then differs by rounding only, and what
+    differed was a choice rounding flipped. Else None."""
+    import onnxruntime as ort
+    graph_json = sym.tojson()
+    cut_json, names, entries = _cut_graph(graph_json)
+    if not names:
+        return None
+    heads = json.loads(graph_json)
+    heads["heads"] = [[nid, out, 0] for nid, out in entries]
+    exe = mx.sym.load_json(json.dumps(heads)).simple_bind(
+        mx.cpu(), grad_req="null", **{k: v.shape for k, v in inputs.items()})
+    exe.copy_params_from(args, aux, allow_extra_params=True)
+    fed = dict(inputs)
+    fed.update({n: o.asnumpy() for n, o in zip(names, exe.forward(is_train=False, **inputs))})
+    cut = mx.sym.load_json(cut_json)
+    feeds = [k for k in cut.list_arguments() if k in fed]
+    with tempfile.TemporaryDirectory() as workdir:
+        path = f"{workdir}/cut.onnx"
+        mx.onnx.export_model(cut, {**args, **aux}, [fed[k].shape for k in feeds],
+                             [fed[k].dtype for k in feeds], path)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        got = sess.run(None, {i.name: fed[i.name] for i in sess.get_inputs()})
+    got, stretches = got[:len(want)], got[len(want):]
+    stretch = max(_err(g, fed[n]) for g, n in zip(stretches, names))
+    err = max(_err(g, w) for g, w in zip(got, want)) if len(got) == len(want) else 1.0
+    how = same(got, want) if err > TOL and same is not None else None
+    if stretch > ROUNDING_TOL or (err > TOL and not how):
+        return None
+    ops = sorted({n["op"] for n in json.loads(cut_json)["nodes"] if n["op"] in DISCRETE})
+    return err if err <= TOL else 0.0, (
+        f"float32 rounding flips a discrete choice: with the {len(names)} inputs of its "
+        f"discrete ops ({', '.join(ops)}) fed the executor's values, ONNX Runtime's outputs "
+        f"are {how or f'{err:.1e}'} from the executor's, and its values for those inputs "
+        f"{stretch:.1e}")
 
 
 def check_model(mx, name: str, compile_: str | None = "inductor") -> dict:
@@ -232,7 +340,7 @@ def check_all(mx, sym, args, aux, inputs: dict, compile_, rec: dict, same=None,
     with tempfile.TemporaryDirectory() as workdir:
         rec.update(check_onnx(mx, sym, args, aux, inputs, executor[0], workdir, same))
     rec.update(check_torch(mx, sym, args, aux, inputs, executor, compile_))
-    rounding_verdict(mx, sym, args, aux, inputs, executor[0], rec)
+    rounding_verdict(mx, sym, args, aux, inputs, executor[0], rec, same)
     for k in [k for k in rec if k.startswith("_")]:
         del rec[k]
     errors = [v for k, v in rec.items() if k.endswith("_error")]

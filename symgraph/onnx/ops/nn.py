@@ -32,6 +32,64 @@ def convolution(e: Emitter, n: NodeCtx):
                   pads=pad + pad, group=p.num_group)]
 
 
+def _deform_conv(e: Emitter, n: NodeCtx, offset: str, mask: str | None):
+    p = n.p
+    if e.opset < 19:
+        raise n.fail(f"DeformConv needs opset 19 or later (asked for {e.opset})")
+    pad = _spatial(p, "pad", 2, 0)
+    nin = 2 if mask is None else 3
+    ins = [n.ins[0], n.ins[nin], offset, "" if p.no_bias else n.ins[nin + 1]]
+    return [e.one("DeformConv", ins + ([mask] if mask else []), n.outs[0],
+                  kernel_shape=list(p.kernel), strides=_spatial(p, "stride", 2, 1),
+                  dilations=_spatial(p, "dilate", 2, 1), pads=pad + pad, group=p.num_group,
+                  offset_group=p.num_deformable_group)]
+
+
+@converts("_contrib_ModulatedDeformableConvolution")
+def modulated_deformable_convolution(e: Emitter, n: NodeCtx):
+    """DeformConv (opset 19): the same offset layout ((dy, dx) per kernel tap, per
+    deformable group) and v2's sampling (corners outside the image read 0)."""
+    return _deform_conv(e, n, n.ins[1], n.ins[2])
+
+
+def _v1_bases(n: NodeCtx) -> tuple[np.ndarray, np.ndarray]:
+    """Per offset channel and output pixel: the undeformed sample position, and the size
+    (H or W) that bounds it; shape (1, DG * KH * KW * 2, HO, WO)."""
+    p = n.p
+    (_, _, h, w), (_, _, ho, wo) = n.in_shapes[0], n.out_shapes[0]
+    (kh, kw), (sh, sw) = p.kernel, _spatial(p, "stride", 2, 1)
+    (ph, pw), (dh, dw) = _spatial(p, "pad", 2, 0), _spatial(p, "dilate", 2, 1)
+    rows = np.arange(ho)[None, :, None] * sh - ph + np.arange(kh)[:, None, None] * dh
+    cols = np.arange(wo)[None, None, :] * sw - pw + np.arange(kw)[:, None, None] * dw
+    base = np.empty((kh, kw, 2, ho, wo), np.float64)
+    base[:, :, 0] = np.broadcast_to(rows[:, None], (kh, kw, ho, wo))
+    base[:, :, 1] = np.broadcast_to(cols[None, :], (kh, kw, ho, wo))
+    size = np.empty_like(base)
+    size[:, :, 0], size[:, :, 1] = h, w
+    dg = p.num_deformable_group
+    return tuple(np.tile(a.reshape(1, -1, ho, wo), (1, dg, 1, 1)) for a in (base, size))
+
+
+@converts("_contrib_DeformableConvolution")
+def deformable_convolution(e: Emitter, n: NodeCtx):
+    """v1 samples only where ``0 <= h < H`` (and w alike) and clamps the second row and
+    column at the border; DeformConv samples v2's way. The same values come from moved
+    offsets: a position outside the image goes to -2 (all four corners read 0), one in
+    the last row or column to exactly that row or column (its weight becomes 1)."""
+    sources = n.out_dim_sources[0] if n.out_dim_sources else None
+    if e.dynamic and sources and any(s is not None for s in sources[2:]):
+        raise n.fail("v1's border rule needs the height and width, which this dynamic "
+                     "export leaves open (fix them with dynamic_input_shapes)")
+    dtype = n.in_dtypes[1]
+    base, size = (e.const(a.astype(dtype), hint=h) for a, h in zip(_v1_bases(n), ("base", "size")))
+    pos = e.one("Add", [n.ins[1], base])
+    inside = e.one("And", [e.one("GreaterOrEqual", [pos, e.scalar(0, dtype)]),
+                           e.one("Less", [pos, size])])
+    last = e.one("Sub", [size, e.scalar(1, dtype)])
+    moved = e.one("Where", [inside, e.one("Min", [pos, last]), e.scalar(-2, dtype)])
+    return _deform_conv(e, n, e.one("Sub", [moved, base]), None)
+
+
 @converts("Deconvolution")
 def deconvolution(e: Emitter, n: NodeCtx):
     _check_layout(n)
@@ -60,7 +118,7 @@ def batch_norm(e: Emitter, n: NodeCtx):
         raise n.fail("output_mean_var (batch statistics are outputs of training)")
     gamma = n.ins[1]
     if p.fix_gamma:
-        gamma = e.const(np.ones(n.in_shapes[1], dtype=np.float32), hint="gamma_fixed")
+        gamma = e.const(np.ones(n.in_shapes[1], dtype=n.in_dtypes[1]), hint="gamma_fixed")
     x = n.ins[0]
     if axis != 1:
         perm = _move(rank, axis, 1)

@@ -189,25 +189,17 @@ def roi_pooling(e: Emitter, n: NodeCtx):
 # ---------------------------------------------------------------- box_decode
 
 
-def _corners(e: Emitter, c: list[str], fmt: str) -> list[str]:
-    """(x1, y1, x2, y2) of boxes given as 4 coordinate values in ``fmt``."""
-    if fmt == "corner":
-        return c
-    half = [e.one("Mul", [v, e.const(np.float32(0.5))]) for v in c[2:]]
-    return [e.one("Sub", [c[0], half[0]]), e.one("Sub", [c[1], half[1]]),
-            e.one("Add", [c[0], half[0]]), e.one("Add", [c[1], half[1]])]
-
-
 @converts("_contrib_box_decode")
 def box_decode(e: Emitter, n: NodeCtx):
     p, dtype = n.p, n.in_dtypes[0]
-    if dtype not in ("float32", "float16") or n.in_dtypes[1] != dtype:
-        raise n.fail(f"dtype {dtype} (the translation computes in float32)")
+    if dtype not in ("float32", "float64", "float16") or n.in_dtypes[1] != dtype:
+        raise n.fail(f"dtypes {n.in_dtypes[:2]} (data and anchors: one float type)")
+    work = "float32" if dtype == "float16" else dtype  # float16 boxes: float32 inside
 
     def f(v):
-        return e.const(np.float32(v))
+        return e.scalar(v, work)
     data, anchors = n.ins[0], n.ins[1]
-    if dtype == "float16":  # float32 inside, as symgraph computes float16 boxes
+    if dtype == "float16":
         data, anchors = e.cast(data, "float32"), e.cast(anchors, "float32")
     # anchors (1, M, 4) with M >= N: the first N, as MXNet reads them
     anchors = e.one("Slice", [anchors, e.ints([0]), e.dim_slice(data, n.in_shapes[0], 1, 2),
@@ -323,7 +315,7 @@ def _sorted_rows(e: Emitter, x3: str, key: str, k: str, largest: int) -> tuple[s
     return e.one("GatherElements", [x3, e.one("Expand", [idx, shape])], axis=1), vals
 
 
-def _convert_format(e: Emitter, rows: str, p, width: int) -> str:
+def _convert_format(e: Emitter, rows: str, p, width: int, dtype: str) -> str:
     """Rows with their coordinates re-encoded to out_format (rows whose first coordinate
     is negative, the -1 rows, left alone as MXNet does)."""
     cs = p.coord_start
@@ -332,7 +324,7 @@ def _convert_format(e: Emitter, rows: str, p, width: int) -> str:
     parts = e.split(rows, sizes, 2, len(sizes))
     mid = 1 if cs > 0 else 0
     c = e.split(parts[mid], [1, 1, 1, 1], 2, 4)
-    two = e.scalar(2, "float32")
+    two = e.scalar(2, dtype)
     if p.out_format == "center":
         new = [e.one("Div", [e.one("Add", [c[0], c[2]]), two]),
                e.one("Div", [e.one("Add", [c[1], c[3]]), two]),
@@ -341,7 +333,7 @@ def _convert_format(e: Emitter, rows: str, p, width: int) -> str:
         hw, hh = e.one("Div", [c[2], two]), e.one("Div", [c[3], two])
         new = [e.one("Sub", [c[0], hw]), e.one("Sub", [c[1], hh]),
                e.one("Add", [c[0], hw]), e.one("Add", [c[1], hh])]
-    negative = e.one("Less", [c[0], e.scalar(0, "float32")])
+    negative = e.one("Less", [c[0], e.scalar(0, dtype)])
     parts[mid] = e.one("Where", [negative, parts[mid], e.one("Concat", new, axis=2)])
     return e.one("Concat", parts, axis=2)
 
@@ -350,11 +342,11 @@ def _convert_format(e: Emitter, rows: str, p, width: int) -> str:
 def box_nms(e: Emitter, n: NodeCtx):
     p, x, shape = n.p, n.ins[0], n.in_shapes[0]
     dtype, rank = n.in_dtypes[0], len(shape)
-    if dtype != "float32":
-        raise n.fail(f"dtype {dtype} (the translation is built for float32)")
+    if dtype not in ("float32", "float64"):
+        raise n.fail(f"dtype {dtype} (the translation is built for float32 and float64)")
     if p.topk == 0:  # MXNet copies the input
         return [e.one("Identity", [x], n.outs[0])]
-    wide = "float32"
+    wide = dtype
     x3 = e.one("Reshape", [x, e.one("Concat", [e.ints([-1]), e.dim_slice(x, shape, rank - 2)],
                                     axis=0)])
     score = _column(e, x3, p.score_index, dtype, wide)
@@ -382,7 +374,7 @@ def box_nms(e: Emitter, n: NodeCtx):
                  axis=0)
     out = e.one("Pad", [out, pads, e.scalar(-1, dtype)], mode="constant")
     if p.in_format != p.out_format:
-        out = _convert_format(e, out, p, shape[-1])
+        out = _convert_format(e, out, p, shape[-1], dtype)
     return [e.one("Reshape", [out, e.dims(x, shape)], n.outs[0])]
 
 
