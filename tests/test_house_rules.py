@@ -84,6 +84,59 @@ def test_kernels_import_only_torch_triton_and_the_standard_library():
     assert not bad, bad
 
 
+# kernel-module functions that still copy host values to the device per call, and why
+HOST_COPIES = {
+    "copy.py::_parts": "concat/split pointer table (issue #22: pointers as kernel arguments)",
+    "optimizer.py::rate_table": "per-step lr/wd table (issue #22: a persistent device table)",
+    "image.py::resize_tables": "interpolation tables built per call (issue #22: cache)",
+    "multibox.py::multibox_prior": "anchor half-sizes (issue #22: cache per device)",
+    "proposal.py::proposal_boxes": "base anchors (issue #22: cache per device)",
+    "random.py::_params": "random ops' parameters (random steps are not captured)",
+    "random.py::cast": "random ops' parameters (random steps are not captured)",
+    "random.py::_lin": "table-entry test data",
+    "detection.py::nms_order": "box_nms reference path (data-dependent order)",
+    "roi.py::_align_roi": "ROIAlign reference path",
+    "runtime.py::device_meta": "the cache itself: one copy per distinct metadata",
+}
+
+
+def _host_copies(fn: ast.FunctionDef):
+    """Lines where ``fn`` makes a device tensor from host values: ``torch.tensor(...,
+    device=...)`` / ``torch.as_tensor`` or ``.to(<x>.device)``."""
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        f = node.func
+        if isinstance(f.value, ast.Name) and f.value.id == "torch" and \
+                f.attr in ("tensor", "as_tensor") and any(k.arg == "device"
+                                                           for k in node.keywords):
+            yield node.lineno
+        elif f.attr == "to" and any(isinstance(a, ast.Attribute) and a.attr == "device"
+                                    for a in node.args):
+            yield node.lineno
+
+
+def test_kernel_launches_copy_no_host_metadata():
+    """Issue #22: a launch that copies host metadata to the device per call is a queue
+    drain, and illegal inside CUDA-graph capture: metadata goes through
+    ``kernels.runtime.device_meta`` (copied once per distinct value). References
+    (``*_ref``) and table-entry builders (``_make*``) are exempt."""
+    bad, seen = [], set()
+    for path in sorted(KERNELS.rglob("*.py")):
+        for fn in ast.walk(_tree(path)):
+            if not isinstance(fn, ast.FunctionDef) or fn.name.endswith("_ref") or \
+                    fn.name.lstrip("_").startswith("make"):
+                continue
+            key = f"{path.name}::{fn.name}"
+            lines = list(_host_copies(fn))
+            if lines:
+                seen.add(key)
+                if key not in HOST_COPIES:
+                    bad += [f"{_rel(path)}:{line} in {fn.name}" for line in lines]
+    assert not bad, bad
+    assert not set(HOST_COPIES) - seen, f"fixed, drop from HOST_COPIES: {set(HOST_COPIES) - seen}"
+
+
 def _is_name_attr(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in ("name", "op_name")
 

@@ -30,7 +30,7 @@ import torch
 import triton.language as tl
 
 from .elementwise import Program, run
-from .runtime import block_for, cdiv, kernel
+from .runtime import block_for, cdiv, device_meta, kernel
 from .table import KernelSpec, tensor_bytes
 
 
@@ -91,8 +91,7 @@ def strided_copy(src: torch.Tensor, sizes: Sequence[int], src_strides: Sequence[
     if n == 0:
         return
     sizes, (ss, ds) = _coalesce(list(sizes), list(src_strides), list(dst_view[0]))
-    meta = torch.tensor(sizes + ss + ds + [src_off, dst_view[1]], dtype=torch.int64,
-                        device=src.device)
+    meta = device_meta(sizes + ss + ds + [src_off, dst_view[1]], src.device)
     block = _block(n, src.device)
     _copy_kernel[(cdiv(n, block),)](src, dst, meta, n, RANK=len(sizes), BLOCK=block)
 
@@ -311,7 +310,7 @@ def reduce_sum(x: torch.Tensor, axes: Sequence[int], out=None) -> torch.Tensor:
     osz, (ost,) = _coalesce(shape, [x.stride(d) for d in kept])
     rsz, (rst,) = _coalesce([x.shape[a] for a in axes] or [1],
                             [x.stride(a) for a in axes] or [1])
-    meta = torch.tensor(osz + ost + rsz + rst, dtype=torch.int64, device=x.device)
+    meta = device_meta(osz + ost + rsz + rst, x.device)
     block = _block(n, x.device)
     _sum_kernel[(cdiv(n, block),)](x, result, meta, n, r, RANK_O=len(osz), RANK_R=len(rsz),
                                    BLOCK=block)

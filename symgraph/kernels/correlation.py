@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 import triton.language as tl
 
-from .runtime import block_for, cdiv, kernel
+from .runtime import block_for, cdiv, device_meta, kernel
 from .sampling import _accumulator, _finish
 from .table import KernelSpec, tensor_bytes
 
@@ -89,8 +89,7 @@ def corr_geometry(shape: tuple, k: int, d: int, s1: int, s2: int, pad: int) -> t
 def _launch(a, b, p: tuple, multiply: bool, y, dy=None, grads=(None, None)) -> None:
     k, d, s1, s2, pad = p
     t, oh, ow = corr_geometry(tuple(a.shape), *p[:4], pad)
-    geo = torch.tensor([*a.shape[1:], t, oh, ow, k, pad, d, s1, s2, d // s2],
-                       dtype=torch.int64, device=a.device)
+    geo = device_meta([*a.shape[1:], t, oh, ow, k, pad, d, s1, s2, d // s2], a.device)
     n = a.shape[0] * t * oh * ow
     if n:
         block = block_for(n, cap=128 if a.device.type == "cuda" else 64)

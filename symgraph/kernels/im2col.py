@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 import triton.language as tl
 
-from .runtime import block_for, cdiv, kernel
+from .runtime import block_for, cdiv, device_meta, kernel
 from .table import KernelSpec, tensor_bytes
 
 
@@ -105,7 +105,7 @@ def im2col(x: torch.Tensor, kernel_: Sequence[int], stride: Sequence[int],
     total = col.numel()
     if total:
         image, _ = _geometry(x.shape[2:], kernel_, stride, dilate, pad)
-        g = torch.tensor(image + geo, dtype=torch.int64, device=x.device)
+        g = device_meta(image + geo, x.device)
         block = _block(total, x.device)
         _im2col_kernel[(cdiv(total, block),)](x, col, g, total, BLOCK=block)
     return col
@@ -146,7 +146,7 @@ def col2im(col: torch.Tensor, output_size: Sequence[int], kernel_: Sequence[int]
     total = x.numel()
     if total:
         image, geo = _geometry(output_size, kernel_, stride, dilate, pad)
-        g = torch.tensor(image + geo, dtype=torch.int64, device=col.device)
+        g = device_meta(image + geo, col.device)
         block = _block(total, col.device)
         _col2im_kernel[(cdiv(total, block),)](col, x, g, total, BLOCK=block)
     return x

@@ -18,7 +18,7 @@ import torch
 import triton.language as tl
 
 from .copy import copy_view, fill
-from .runtime import block_for, cdiv, kernel
+from .runtime import block_for, cdiv, device_meta, kernel
 from .table import KernelSpec, tensor_bytes
 
 _MODES = {"clip": 0, "wrap": 1}
@@ -286,7 +286,7 @@ def _nd_layout(shape: tuple, indices: torch.Tensor) -> tuple[int, int, int, torc
     inner = 1
     for s in shape[m:]:
         inner *= s
-    dims = torch.tensor(list(shape[:m]), dtype=torch.int64, device=indices.device)
+    dims = device_meta(shape[:m], indices.device)
     return m, indices[0].numel(), inner, dims
 
 
@@ -405,7 +405,7 @@ def ravel(multi: torch.Tensor, shape: tuple, out=None) -> torch.Tensor:
                                                       device=multi.device)
     n = result.numel()
     if n:
-        dims = torch.tensor(list(shape), dtype=torch.int64, device=multi.device)
+        dims = device_meta(shape, multi.device)
         block = _block(n, multi.device)
         _ravel_kernel[(cdiv(n, block),)](multi, result, dims, n, NDIM=len(shape), RAVEL=True,
                                          BLOCK=block)
@@ -427,7 +427,7 @@ def unravel(flat: torch.Tensor, shape: tuple, out=None) -> torch.Tensor:
                                                       dtype=flat.dtype, device=flat.device)
     n = flat.numel()
     if n:
-        dims = torch.tensor(list(shape), dtype=torch.int64, device=flat.device)
+        dims = device_meta(shape, flat.device)
         block = _block(n, flat.device)
         _ravel_kernel[(cdiv(n, block),)](result, flat, dims, n, NDIM=len(shape), RAVEL=False,
                                          BLOCK=block)
@@ -471,8 +471,7 @@ def index_array(shape: tuple, axes: tuple, device, out=None) -> torch.Tensor:
         strides = [1] * len(shape)
         for d in range(len(shape) - 2, -1, -1):
             strides[d] = strides[d + 1] * shape[d + 1]
-        meta = torch.tensor([shape[a] for a in axes] + [strides[a] for a in axes],
-                            dtype=torch.int64, device=device)
+        meta = device_meta([shape[a] for a in axes] + [strides[a] for a in axes], device)
         block = _block(total, result.device)
         _index_array_kernel[(cdiv(total, block),)](result, meta, len(axes), total, BLOCK=block)
     return result

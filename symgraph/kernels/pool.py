@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 import triton.language as tl
 
-from .runtime import block_for, cdiv, kernel
+from .runtime import block_for, cdiv, device_meta, kernel
 from .table import KernelSpec, tensor_bytes
 
 _KINDS = {"max": 0, "avg": 1, "sum": 2, "lp": 3}
@@ -62,12 +62,13 @@ def _pad3(v: tuple, fill: int) -> list:
     return [fill] * (3 - len(v)) + list(v)
 
 
-def _geo(x5: torch.Tensor, y5: torch.Tensor, g: PoolGeometry) -> torch.Tensor:
+def _geo(x5: torch.Tensor, y5: torch.Tensor, g: PoolGeometry,
+         x_strides: tuple | None = None) -> torch.Tensor:
     ks, ss, ps = _pad3(g.kernel, 1), _pad3(g.stride, 1), _pad3(g.pad, 0)
     nw = [cdiv(k, s) for k, s in zip(ks, ss)]
     vals = ([x5.shape[1]] + list(x5.shape[2:]) + list(y5.shape[2:]) + ks + ss + ps + nw
-            + list(x5.stride()) + list(y5.stride()))
-    return torch.tensor(vals, dtype=torch.int64, device=x5.device)
+            + list(x_strides or x5.stride()) + list(y5.stride()))
+    return device_meta(vals, x5.device)
 
 
 @kernel
@@ -264,8 +265,7 @@ def pool_bwd(dy: torch.Tensor, x: torch.Tensor, g: PoolGeometry, out=None) -> to
     elif kind == 3:
         y = pool_fwd(x, g)
     dy5, y5, x5, dx5 = _cf(dy, g), _cf(y, g), _cf(x, g), _cf(dx, g)
-    geo = _geo(x5, dy5, g)
-    geo[19:24] = torch.tensor(dx5.stride(), dtype=torch.int64)  # x and dx share strides
+    geo = _geo(x5, dy5, g, dx5.stride())  # x is read with dx's strides
     n = x.numel()
     block = _block(n, x.device)
     _pool_bwd_kernel[(cdiv(n, block),)](dy5, y5, arg, x5, dx5, geo, n, KIND=kind,

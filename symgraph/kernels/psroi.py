@@ -35,7 +35,7 @@ from .roi import (
     _rois,
     _round,
 )
-from .runtime import cdiv, kernel
+from .runtime import cdiv, device_meta, kernel
 from .sampling import separable
 
 # ---------------------------------------------------------------- PSROIPooling
@@ -245,8 +245,8 @@ def _deform_kernel(x, rois, trans, y, dy, dx, dtrans, n, geo, scale, std,
 def _deform_launch(x, rois, trans, a, outs, dy=None) -> None:
     dim, pooled, group, part, samples, scale, std = a
     classes = 1 if trans is None else trans.shape[1] // 2
-    geo = torch.tensor([*x.shape[1:], dim, pooled, group, part, samples, classes,
-                        dim // classes], dtype=torch.int64, device=x.device)
+    geo = device_meta([*x.shape[1:], dim, pooled, group, part, samples, classes,
+                       dim // classes], x.device)
     n = rois.shape[0] * dim * pooled * pooled
     if n:
         block = _block(n, x.device)

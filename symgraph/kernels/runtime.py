@@ -90,6 +90,27 @@ def kernel(fn: Callable | None = None, **jit_options: Any):
     return Kernel(fn, **jit_options)
 
 
+# (device, dtype, values) -> the device tensor holding them (never evicted: a captured CUDA
+# graph keeps reading the address it saw)
+_META: dict[tuple, torch.Tensor] = {}
+
+
+def device_meta(values, device, dtype=torch.int64) -> torch.Tensor:
+    """A read-only device tensor of ``values`` (strides, sizes, geometry), copied from the
+    host once per (device, dtype, values): launches of a step list then do no host-device
+    copy, so the list can be captured as a CUDA graph (the eager warm-up calls before a
+    capture create every entry it needs). Kernels must only read it."""
+    device = torch.device(device)
+    key = (device, dtype, tuple(values))
+    meta = _META.get(key)
+    if meta is None:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(f"kernel metadata {list(values)} was not prepared before "
+                               "CUDA-graph capture (no eager call with these shapes)")
+        meta = _META[key] = torch.tensor(list(values), dtype=dtype, device=device)
+    return meta
+
+
 def fp32(value: float) -> float:
     """``value`` rounded to float32, as MXNet's fp32 host math (struct: torch.compile folds
     it without a graph break)."""

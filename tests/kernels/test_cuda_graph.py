@@ -44,3 +44,60 @@ def test_mlp_step_replayed_as_a_cuda_graph_matches_eager():
         if grad is not None:
             np.testing.assert_allclose(grad.asnumpy(), execs[1].grad_dict[name].asnumpy(),
                                        rtol=1e-5, atol=1e-6)
+
+
+# kernel entries that still copy host data or read device data per call (issue #22: the
+# HOST_COPIES list of tests/test_house_rules.py, plus data-dependent host reads)
+CAPTURE_PENDING = {"concat", "split", "multibox_prior", "multi_proposal", "box_nms",
+                   "box_nms_backward", "bipartite_matching", "multibox_detection",
+                   "linalg_potrf", "linalg_gauss_jordan"} | {
+    f"image_resize_{m}" for m in ("nearest", "bilinear", "bicubic", "area", "lanczos")}
+CAPTURE_PENDING_FAMILIES = {"optimizer", "random"}  # pointer/rate tables; random draws
+# entries that update their inputs in place: replay is checked to run, not for values
+STATEFUL = {"slice_assign", "slice_assign_scalar", "slice_scatter", "put_along_axis"}
+
+
+def _kernel_names():
+    from symgraph.kernels.table import all_kernels
+    return sorted(all_kernels())
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("name", _kernel_names())
+def test_every_kernel_entry_captures_as_a_cuda_graph(name):
+    """Issue #22: every launch wrapper is capture-safe (no host-device copy or sync inside):
+    after two eager calls (compile, metadata) one call is captured and replayed, and its
+    outputs equal the eager ones."""
+    from symgraph.kernels.table import all_kernels
+    spec = all_kernels()[name]
+    if name in CAPTURE_PENDING or spec.family in CAPTURE_PENDING_FAMILIES:
+        pytest.xfail("still copies host data per call (issue #22)")
+    args, kwargs = spec.make(spec.dtypes[0], torch.device("cuda"), spec.shapes[0])
+    for _ in range(2):
+        want = [t.clone() for t in _as_tuple(spec.fn(*args, **kwargs))]
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        got = _as_tuple(spec.fn(*args, **kwargs))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert [g.shape for g in got] == [w.shape for w in want]
+    if name not in STATEFUL and spec.family != "optimizer":
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, equal_nan=True)
+
+
+def test_launch_metadata_is_copied_once_per_value():
+    """``device_meta`` hands every launch with the same metadata the same device tensor
+    (no copy after the first), and a new tensor for new values."""
+    from symgraph.kernels.runtime import device_meta
+    a = device_meta([3, 5, 7], "cpu")
+    assert device_meta((3, 5, 7), torch.device("cpu")) is a
+    assert a.dtype == torch.int64 and a.tolist() == [3, 5, 7]
+    assert device_meta([3, 5, 8], "cpu") is not a
+    assert device_meta([3, 5, 7], "cpu", torch.int32).dtype == torch.int32
