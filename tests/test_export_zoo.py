@@ -46,3 +46,4 @@ def test_cut_verdict_feeds_the_discrete_ops():
     err, note = sweep.cut_verdict(mx, sym, args, {}, inputs, want)
     assert err <= sweep.TOL and "_contrib_box_nms" in note
     assert sweep.cut_verdict(mx, sym, args, {}, inputs, [w + 1 for w in want]) is None
+    assert sweep.conditioning(mx, sym, args, {}, inputs) is None  # float32 is fine here

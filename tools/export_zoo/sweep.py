@@ -228,6 +228,8 @@ def rounding_verdict(mx, sym, args, aux, inputs: dict, infer: list, rec: dict,
             verdict = cut_verdict(mx, sym, args, aux, inputs, infer, same)
             if verdict:
                 rec["onnx_error"], rec["onnx_note"] = verdict
+            elif (cond := conditioning(mx, sym, args, aux, inputs)) is not None:
+                rec["onnx_note"] = cond
             continue
         got = _torch_float64(mx, sym64, args, aux, inputs)
         wide = max(_err(o, t) for o, t in zip(got, truth)) if len(got) == len(truth) else 1.0
@@ -323,6 +325,38 @@ def cut_verdict(mx, sym, args, aux, inputs: dict, want: list, same=None):
         f"discrete ops ({', '.join(ops)}) fed the executor's values, ONNX Runtime's outputs "
         f"are {how or f'{err:.1e}'} from the executor's, and its values for those inputs "
         f"{stretch:.1e}")
+
+
+def conditioning(mx, sym, args, aux, inputs: dict) -> str | None:
+    """A note when float32 cannot be judged: at the inputs of the graph's first discrete op
+    (no choice upstream, so float64 is the truth there) symgraph's own float32 values are
+    more than CONTINUOUS from its float64 ones; else None."""
+    import onnxruntime as ort
+    graph = json.loads(sym.tojson())
+    first = next((n for n in graph["nodes"] if n["op"] in DISCRETE), None)
+    if first is None:
+        return None
+    graph["heads"] = [[e[0], e[1], 0] for e in first["inputs"]]
+    head = mx.sym.load_json(json.dumps(graph))
+    used = set(head.list_arguments()) | set(head.list_auxiliary_states())
+    args, aux = ({k: v for k, v in d.items() if k in used} for d in (args, aux))
+    truth = _float64_truth(mx, head, args, aux, inputs)[0]
+    if truth is None:
+        return None
+    exe = head.simple_bind(mx.cpu(), grad_req="null", **{k: v.shape for k, v in inputs.items()})
+    exe.copy_params_from(args, aux)
+    own = max(_err(o.asnumpy(), t) for o, t in zip(exe.forward(**inputs), truth))
+    if own <= CONTINUOUS:
+        return None
+    with tempfile.TemporaryDirectory() as workdir:
+        path = f"{workdir}/head.onnx"
+        mx.onnx.export_model(head, {**args, **aux}, [v.shape for v in inputs.values()],
+                             [v.dtype for v in inputs.values()], path)
+        got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, inputs)
+    theirs = max(_err(g, t) for g, t in zip(got, truth))
+    return (f"no verdict: float32 is ill-conditioned here: at the inputs of the first "
+            f"discrete op ({first['name']}) symgraph's own float32 is {own:.1e} from its "
+            f"float64, ONNX Runtime's {theirs:.1e}")
 
 
 def check_model(mx, name: str, compile_: str | None = "inductor") -> dict:
