@@ -86,7 +86,6 @@ def test_kernels_import_only_torch_triton_and_the_standard_library():
 
 # kernel-module functions that still copy host values to the device per call, and why
 HOST_COPIES = {
-    "copy.py::_parts": "concat/split pointer table (issue #22: pointers as kernel arguments)",
     "optimizer.py::rate_table": "per-step lr/wd table (issue #22: a persistent device table)",
     "image.py::resize_tables": "interpolation tables built per call (issue #22: cache)",
     "multibox.py::multibox_prior": "anchor half-sizes (issue #22: cache per device)",

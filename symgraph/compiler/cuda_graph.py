@@ -16,6 +16,7 @@ from collections.abc import Callable
 import torch
 
 from .. import config
+from ..kernels.runtime import held_meta
 
 WARMUP_CALLS = 2
 
@@ -38,6 +39,7 @@ class GraphedCall:
         self.calls = 0
         self.graph: torch.cuda.CUDAGraph | None = None
         self.failed = False
+        self.held: list[torch.Tensor] = []  # launch metadata the graph reads
 
     def __call__(self) -> None:
         if self.graph is not None:
@@ -62,7 +64,7 @@ class GraphedCall:
     def _capture(self) -> None:
         graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph, pool=self.pool):
+            with held_meta() as self.held, torch.cuda.graph(graph, pool=self.pool):
                 self.body()
         except Exception as err:  # e.g. a host sync inside an op
             warnings.warn(f"CUDA graph capture of {self.name} failed ({type(err).__name__}: "

@@ -383,7 +383,7 @@ def _parts(big: torch.Tensor, parts: Sequence[torch.Tensor], axis: int, to_parts
     if not rows:
         return
     max_w = max(rows[1::3])
-    table = torch.tensor(rows, dtype=torch.int64, device=big.device)
+    table = device_meta(rows, big.device)  # a bound plan's buffers: the same rows each step
     block = _block(outer * max_w, big.device)
     _parts_kernel[(len(rows) // 3, cdiv(outer * max_w, block))](
         table, big, outer, col, max_w, TO_PARTS=to_parts, BLOCK=block)

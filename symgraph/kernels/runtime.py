@@ -7,7 +7,9 @@ setting ``TRITON_INTERPRET`` before import. Nothing is compiled until the first 
 """
 from __future__ import annotations
 
+import contextlib
 import struct
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -90,16 +92,19 @@ def kernel(fn: Callable | None = None, **jit_options: Any):
     return Kernel(fn, **jit_options)
 
 
-# (device, dtype, values) -> the device tensor holding them (never evicted: a captured CUDA
-# graph keeps reading the address it saw)
-_META: dict[tuple, torch.Tensor] = {}
+# (device, dtype, values) -> the device tensor holding them, least recently used first
+_META: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+META_CACHE_SIZE = 4096  # entries; data pointers of eager calls churn through it
+# the metadata each CUDA-graph capture in progress reads, kept alive by its graph
+_HELD: list[list[torch.Tensor]] = []
 
 
 def device_meta(values, device, dtype=torch.int64) -> torch.Tensor:
-    """A read-only device tensor of ``values`` (strides, sizes, geometry), copied from the
-    host once per (device, dtype, values): launches of a step list then do no host-device
-    copy, so the list can be captured as a CUDA graph (the eager warm-up calls before a
-    capture create every entry it needs). Kernels must only read it."""
+    """A read-only device tensor of ``values`` (strides, sizes, geometry, data pointers),
+    copied from the host once per (device, dtype, values): launches of a step list then do
+    no host-device copy, so the list can be captured as a CUDA graph (the eager warm-up
+    calls before a capture create every entry it needs, and the capture holds what it
+    read, see :func:`held_meta`). Kernels must only read it."""
     device = torch.device(device)
     key = (device, dtype, tuple(values))
     meta = _META.get(key)
@@ -108,7 +113,26 @@ def device_meta(values, device, dtype=torch.int64) -> torch.Tensor:
             raise RuntimeError(f"kernel metadata {list(values)} was not prepared before "
                                "CUDA-graph capture (no eager call with these shapes)")
         meta = _META[key] = torch.tensor(list(values), dtype=dtype, device=device)
+        if len(_META) > META_CACHE_SIZE:
+            _META.popitem(last=False)
+    else:
+        _META.move_to_end(key)
+    if _HELD:
+        _HELD[-1].append(meta)
     return meta
+
+
+@contextlib.contextmanager
+def held_meta():
+    """Collects the metadata tensors launches read inside the block (a CUDA-graph
+    capture): the caller keeps the list as long as the graph, so eviction from the cache
+    never frees memory a graph reads."""
+    held: list[torch.Tensor] = []
+    _HELD.append(held)
+    try:
+        yield held
+    finally:
+        _HELD.pop()
 
 
 def fp32(value: float) -> float:

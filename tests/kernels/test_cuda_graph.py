@@ -48,7 +48,7 @@ def test_mlp_step_replayed_as_a_cuda_graph_matches_eager():
 
 # kernel entries that still copy host data or read device data per call (issue #22: the
 # HOST_COPIES list of tests/test_house_rules.py, plus data-dependent host reads)
-CAPTURE_PENDING = {"concat", "split", "multibox_prior", "multi_proposal", "box_nms",
+CAPTURE_PENDING = {"multibox_prior", "multi_proposal", "box_nms",
                    "box_nms_backward", "bipartite_matching", "multibox_detection",
                    "linalg_potrf", "linalg_gauss_jordan"} | {
     f"image_resize_{m}" for m in ("nearest", "bilinear", "bicubic", "area", "lanczos")}
@@ -101,3 +101,16 @@ def test_launch_metadata_is_copied_once_per_value():
     assert a.dtype == torch.int64 and a.tolist() == [3, 5, 7]
     assert device_meta([3, 5, 8], "cpu") is not a
     assert device_meta([3, 5, 7], "cpu", torch.int32).dtype == torch.int32
+
+
+def test_a_capture_holds_the_metadata_it_read():
+    """Eviction from the cache never frees what a captured graph reads: the capture's
+    ``held_meta`` list keeps it."""
+    from symgraph.kernels import runtime
+    with runtime.held_meta() as held:
+        first = runtime.device_meta([11, 12], "cpu")
+        runtime.device_meta([11, 12], "cpu")
+    assert held == [first, first]
+    for k in range(runtime.META_CACHE_SIZE + 1):  # evicts [11, 12]
+        runtime.device_meta([k, -1], "cpu")
+    assert runtime.device_meta([11, 12], "cpu") is not first and held[0] is first
