@@ -87,15 +87,11 @@ def test_kernels_import_only_torch_triton_and_the_standard_library():
 # kernel-module functions that still copy host values to the device per call, and why
 HOST_COPIES = {
     "optimizer.py::rate_table": "per-step lr/wd table (issue #22: a persistent device table)",
-    "image.py::resize_tables": "interpolation tables built per call (issue #22: cache)",
-    "multibox.py::multibox_prior": "anchor half-sizes (issue #22: cache per device)",
-    "proposal.py::proposal_boxes": "base anchors (issue #22: cache per device)",
     "random.py::_params": "random ops' parameters (random steps are not captured)",
     "random.py::cast": "random ops' parameters (random steps are not captured)",
     "random.py::_lin": "table-entry test data",
     "detection.py::nms_order": "box_nms reference path (data-dependent order)",
     "roi.py::_align_roi": "ROIAlign reference path",
-    "runtime.py::device_meta": "the cache itself: one copy per distinct metadata",
 }
 
 
@@ -118,7 +114,7 @@ def _host_copies(fn: ast.FunctionDef):
 def test_kernel_launches_copy_no_host_metadata():
     """Issue #22: a launch that copies host metadata to the device per call is a queue
     drain, and illegal inside CUDA-graph capture: metadata goes through
-    ``kernels.runtime.device_meta`` (copied once per distinct value). References
+    ``kernels.runtime.device_meta``/``device_cached`` (copied once per distinct value). References
     (``*_ref``) and table-entry builders (``_make*``) are exempt."""
     bad, seen = [], set()
     for path in sorted(KERNELS.rglob("*.py")):

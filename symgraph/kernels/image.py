@@ -40,7 +40,7 @@ import math
 import torch
 import triton.language as tl
 
-from .runtime import block_for, cdiv, fp32, kernel
+from .runtime import block_for, cdiv, device_cached, fp32, kernel
 from .table import KernelSpec, tensor_bytes
 
 _SCALE = 2048  # OpenCV's INTER_RESIZE_COEF_SCALE (11 fractional bits)
@@ -164,21 +164,28 @@ _LANCZOS_CS = ((1, 0), (-_S45, -_S45), (0, 1), (_S45, -_S45), (-1, 0), (_S45, _S
 
 
 def resize_tables(x: torch.Tensor, oh: int, ow: int, interp: int):
-    """The (yi, yw, xi, xw) tables on x's device, the kernel mode and the output scale."""
+    """The (yi, yw, xi, xw) tables on x's device (built and copied once per geometry), the
+    kernel mode and the output scale."""
     if interp not in (0, 1, 2, 3, 4):
         raise ValueError(f"resize: interp={interp} is not supported (0 to 4 are)")
+    h, w = x.shape[1], x.shape[2]
+    tabs, mode, post = _host_tables(h, w, oh, ow, interp, x.dtype)
+    return list(device_cached(("resize", h, w, oh, ow, interp, x.dtype), lambda: tabs,
+                              x.device)), mode, post
+
+
+@functools.lru_cache(maxsize=256)
+def _host_tables(h: int, w: int, oh: int, ow: int, interp: int, dtype: torch.dtype):
     if interp == 3:
-        tabs, mode, post = _area_tables(x.shape[1], x.shape[2], oh, ow, x.dtype == torch.uint8)
-        return [t.to(x.device) for t in tabs], mode, post
-    fixed = x.dtype == torch.uint8 and interp != 0
+        return _area_tables(h, w, oh, ow, dtype == torch.uint8)
+    fixed = dtype == torch.uint8 and interp != 0
     # OpenCV hands float bilinear and fp32 bicubic resizes to IPP, which places its
     # samples in fp64; fp64 bicubic, Lanczos and uint8 run OpenCV's own fp32 tables
-    precise = x.dtype.is_floating_point and (interp == 1 or (interp == 2 and
-                                                             x.dtype == torch.float32))
-    tabs = (_axis_table(x.shape[1], oh, interp, fixed, True, precise)
-            + _axis_table(x.shape[2], ow, interp, fixed, False, precise))
-    mode = 0 if not fixed else (1 if interp == 1 else 2)
-    return [t.to(x.device) for t in tabs], mode, 1.0
+    precise = dtype.is_floating_point and (interp == 1 or (interp == 2 and
+                                                           dtype == torch.float32))
+    tabs = (_axis_table(h, oh, interp, fixed, True, precise)
+            + _axis_table(w, ow, interp, fixed, False, precise))
+    return tabs, 0 if not fixed else (1 if interp == 1 else 2), 1.0
 
 
 def _area_tables(h: int, w: int, oh: int, ow: int, uint8: bool):

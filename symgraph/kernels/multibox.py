@@ -27,7 +27,7 @@ import triton.language as tl
 
 from .detection import acc_dtype
 from .reduce import MAX, MIN, SUM, acc_type, check_out
-from .runtime import block_for, cdiv, fp32, kernel
+from .runtime import block_for, cdiv, device_cached, fp32, kernel
 from .sort import sort_rows
 from .table import KernelSpec, tensor_bytes
 
@@ -82,8 +82,9 @@ def multibox_prior(data: torch.Tensor, sizes=(1.0,), ratios=(1.0,), clip: bool =
     total = h * w * a
     if total:
         block = block_for(total, cap=1024 if data.device.type == "cuda" else 32)
-        _prior_kernel[(cdiv(total, block),)](half.to(data.device), result,
-                                             h, w, a, sy, sx, float(offsets[0]),
+        key = ("prior", h, w, tuple(sizes), tuple(ratios), tuple(steps))
+        half = device_cached(key, lambda: half, data.device)
+        _prior_kernel[(cdiv(total, block),)](half, result, h, w, a, sy, sx, float(offsets[0]),
                                              float(offsets[1]), total, CLIP=clip, BLOCK=block)
     return result
 

@@ -23,7 +23,7 @@ import torch
 import triton.language as tl
 
 from .reduce import check_out
-from .runtime import block_for, cdiv, kernel
+from .runtime import block_for, cdiv, device_cached, kernel
 from .sort import sort_rows
 from .table import KernelSpec, tensor_bytes
 
@@ -145,7 +145,9 @@ def proposal_boxes(scores, deltas, im_info, cfg) -> torch.Tensor:
         block = _block(total, scores.device)
         _proposal_boxes_kernel[(cdiv(total, block),)](
             scores.contiguous(), deltas.contiguous(), im_info.contiguous(),
-            base_anchors(cfg).to(scores.device), boxes, n_anchor, h, w, int(cfg.feature_stride),
+            device_cached(("anchors", cfg.feature_stride, tuple(cfg.ratios), tuple(cfg.scales)),
+                          lambda: base_anchors(cfg), scores.device),
+            boxes, n_anchor, h, w, int(cfg.feature_stride),
             float(cfg.rpn_min_size), total, IOU_LOSS=bool(cfg.iou_loss),
             BLOCK=block)
     return boxes

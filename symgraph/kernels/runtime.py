@@ -92,34 +92,44 @@ def kernel(fn: Callable | None = None, **jit_options: Any):
     return Kernel(fn, **jit_options)
 
 
-# (device, dtype, values) -> the device tensor holding them, least recently used first
-_META: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+# (device, key) -> the device tensor(s) built for it, least recently used first
+_META: OrderedDict[tuple, Any] = OrderedDict()
 META_CACHE_SIZE = 4096  # entries; data pointers of eager calls churn through it
 # the metadata each CUDA-graph capture in progress reads, kept alive by its graph
-_HELD: list[list[torch.Tensor]] = []
+_HELD: list[list] = []
 
 
-def device_meta(values, device, dtype=torch.int64) -> torch.Tensor:
-    """A read-only device tensor of ``values`` (strides, sizes, geometry, data pointers),
-    copied from the host once per (device, dtype, values): launches of a step list then do
-    no host-device copy, so the list can be captured as a CUDA graph (the eager warm-up
-    calls before a capture create every entry it needs, and the capture holds what it
-    read, see :func:`held_meta`). Kernels must only read it."""
+def device_cached(key: tuple, build: Callable[[], Any], device):
+    """The device copy of ``build()`` (a host tensor, or a tuple of them), made once per
+    (device, key): launches of a step list then do no host-device copy, so the list can be
+    captured as a CUDA graph (the eager warm-up calls before a capture create every entry
+    it needs, and the capture holds what it read, see :func:`held_meta`). Kernels must
+    only read it."""
     device = torch.device(device)
-    key = (device, dtype, tuple(values))
-    meta = _META.get(key)
-    if meta is None:
+    full = (device, key)
+    value = _META.get(full)
+    if value is None:
         if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            raise RuntimeError(f"kernel metadata {list(values)} was not prepared before "
-                               "CUDA-graph capture (no eager call with these shapes)")
-        meta = _META[key] = torch.tensor(list(values), dtype=dtype, device=device)
+            raise RuntimeError(f"kernel metadata {key} was not prepared before CUDA-graph "
+                               "capture (no eager call with these shapes)")
+        host = build()
+        value = _META[full] = tuple(t.to(device) for t in host) if isinstance(
+            host, (tuple, list)) else host.to(device)
         if len(_META) > META_CACHE_SIZE:
             _META.popitem(last=False)
     else:
-        _META.move_to_end(key)
+        _META.move_to_end(full)
     if _HELD:
-        _HELD[-1].append(meta)
-    return meta
+        _HELD[-1].append(value)
+    return value
+
+
+def device_meta(values, device, dtype=torch.int64) -> torch.Tensor:
+    """``values`` (strides, sizes, geometry, data pointers) as a read-only device tensor,
+    copied once per distinct values (:func:`device_cached`)."""
+    values = tuple(values)
+    return device_cached(("meta", dtype, values), lambda: torch.tensor(values, dtype=dtype),
+                         device)
 
 
 @contextlib.contextmanager
@@ -127,7 +137,7 @@ def held_meta():
     """Collects the metadata tensors launches read inside the block (a CUDA-graph
     capture): the caller keeps the list as long as the graph, so eviction from the cache
     never frees memory a graph reads."""
-    held: list[torch.Tensor] = []
+    held: list = []
     _HELD.append(held)
     try:
         yield held
