@@ -144,6 +144,20 @@ def merge(records: list[dict], compiled: list[dict]) -> list[dict]:
     return out
 
 
+def family_table(records: list[dict], exports: str) -> list[str]:
+    """Per family: exports, checked, matching, ill-conditioned, compiled (torch.compile)."""
+    lines = ["| family | exports | checked | match | ill-conditioned | torch.compile checked |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for fam in FAMILIES:
+        mine = [r for r in records if r.get("family") == fam]
+        total = len(models(exports, fam)) or len(mine)
+        lines.append(f"| {fam} | {total} | {len(mine)} | "
+                     f"{sum(r['status'] == 'match' for r in mine)} | "
+                     f"{sum(r['status'] == 'ill-conditioned' for r in mine)} | "
+                     f"{sum(bool(r.get('compile_backends')) for r in mine)} |")
+    return lines + [""]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--exports", default="/tmp/gcvzoo")
@@ -165,7 +179,8 @@ def main(argv=None) -> int:
         records = merge([json.loads(line) for line in open(args.report)],
                         [json.loads(line) for path in args.compiled for line in open(path)])
         if args.doc:
-            sweep.write_doc(records, args.doc, "GluonCV model-zoo export sweep", INTRO)
+            sweep.write_doc(records, args.doc, "GluonCV model-zoo export sweep", INTRO,
+                            family_table(records, args.exports))
         print(sum(r["status"] == "match" for r in records), "of", len(records), "match")
         return 0
     import symgraph as mx
