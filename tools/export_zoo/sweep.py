@@ -283,7 +283,8 @@ def _cut_graph(graph_json: str) -> tuple[str, list, list]:
         for slot, entry in enumerate(node["inputs"]):
             key = (entry[0], entry[1])
             if key not in cuts:
-                names.append(f"{nodes[entry[0]]['name']}_out{entry[1]}_cut")
+                # numbered: GluonCV graphs repeat node names
+                names.append(f"cut{len(names)}_{nodes[entry[0]]['name']}_out{entry[1]}")
                 nodes.append({"op": "null", "name": names[-1], "inputs": []})
                 graph["arg_nodes"].append(len(nodes) - 1)
                 cuts[key] = len(nodes) - 1
