@@ -86,7 +86,6 @@ def test_kernels_import_only_torch_triton_and_the_standard_library():
 
 # kernel-module functions that still copy host values to the device per call, and why
 HOST_COPIES = {
-    "optimizer.py::rate_table": "per-step lr/wd table (issue #22: a persistent device table)",
     "random.py::_params": "random ops' parameters (random steps are not captured)",
     "random.py::cast": "random ops' parameters (random steps are not captured)",
     "random.py::_lin": "table-entry test data",
@@ -106,9 +105,24 @@ def _host_copies(fn: ast.FunctionDef):
                 f.attr in ("tensor", "as_tensor") and any(k.arg == "device"
                                                            for k in node.keywords):
             yield node.lineno
-        elif f.attr == "to" and any(isinstance(a, ast.Attribute) and a.attr == "device"
-                                    for a in node.args):
+        elif f.attr == "to" and (any(_is_device(a) for a in node.args) or any(
+                k.arg == "device" for k in node.keywords)) and (
+                _makes_host_tensor(f.value) or any(isinstance(a, ast.Attribute)
+                                                   for a in node.args)):
             yield node.lineno
+
+
+def _is_device(node: ast.AST) -> bool:
+    """``x.device``, or a name that says it is one (``dev``, ``device``)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "device") or (
+        isinstance(node, ast.Name) and "dev" in node.id)
+
+
+def _makes_host_tensor(node: ast.AST) -> bool:
+    """``torch.tensor(...)`` / ``torch.as_tensor(...)`` (then moved by ``.to(dev)``)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" and \
+        node.func.attr in ("tensor", "as_tensor")
 
 
 def test_kernel_launches_copy_no_host_metadata():

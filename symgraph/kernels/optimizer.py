@@ -49,7 +49,7 @@ import triton.language as tl
 
 from .philox import device
 from .reduce import SUM
-from .runtime import kernel
+from .runtime import device_meta, kernel
 from .table import KernelSpec, tensor_bytes
 
 (SGD, SGD_MOM, NAG, ADAM, RMSPROP, RMSPROP_ALEX, ADAGRAD, NAG_OP, SIGNSGD, SIGNUM, FTRL, FTML,
@@ -218,10 +218,12 @@ class UpdateParams:
         bias = list(self.bias) if self.bias is not None else [(1.0, 1.0)] * count
         if isinstance(self.lr, torch.Tensor):
             cols = [self.lr.reshape(-1).float(), self.wd.reshape(-1).float()]
-            extra = torch.tensor(bias, dtype=torch.float32, device=device).reshape(count, 2)
-            return torch.cat([torch.stack(cols, 1).to(device), extra], 1).contiguous()
-        rows = [(lr, wd, *k) for (lr, wd), k in zip(self.per_tensor(count), bias)]
-        return torch.tensor(rows, dtype=torch.float32).reshape(count, _RATES).to(device)
+            extra = device_meta([v for k in bias for v in k], device, torch.float32)
+            return torch.cat([torch.stack(cols, 1).to(device), extra.reshape(count, 2)],
+                             1).contiguous()
+        rows = [v for (lr, wd), k in zip(self.per_tensor(count), bias) for v in (lr, wd, *k)]
+        # copied once per distinct table: a changing learning rate copies as it changes
+        return device_meta(rows, device, torch.float32).reshape(count, _RATES)
 
 
 def adam_lr(lr: float, beta1: float, beta2: float, t: int) -> float:
@@ -288,10 +290,8 @@ def _launch(kind: int, weights, grads, states, hp: UpdateParams, out) -> tuple:
         return tuple(outs)
     s_like = states[0][0] if states else weights[0]
     _update_kernel[(len(chunk_rows) // 2,)](
-        torch.tensor(rows, dtype=torch.int64).to(dev),
-        torch.tensor(chunk_rows, dtype=torch.int64).to(dev),
-        hp.rate_table(count, dev),
-        torch.tensor(_consts(kind, hp), dtype=torch.float32).to(dev),
+        device_meta(rows, dev), device_meta(chunk_rows, dev), hp.rate_table(count, dev),
+        device_meta(_consts(kind, hp), dev, torch.float32),
         weights[0], s_like, KIND=kind, CHUNK=chunk, BLOCK=block)
     return tuple(outs)
 
@@ -608,8 +608,7 @@ def multi_sum_sq(arrays, out=None) -> torch.Tensor:
                   for v in (i, start)]
     if chunk_rows:
         _sum_sq_kernel[(len(chunk_rows) // 2,)](
-            torch.tensor(rows, dtype=torch.int64).to(dev),
-            torch.tensor(chunk_rows, dtype=torch.int64).to(dev), out, arrays[0],
+            device_meta(rows, dev), device_meta(chunk_rows, dev), out, arrays[0],
             CHUNK=chunk, BLOCK=block)
     return out
 
