@@ -92,7 +92,7 @@ def _backward_forward(p, ins, aux, rt):
         norm = float(label.numel() if extra else out.shape[0])
     elif p.normalization == "valid":
         every = label.reshape(-1) != p.ignore_label if p.use_ignore and extra else keep
-        norm = float(max(int(every.sum()), 1))
+        norm = every.sum().clamp_min(1).to(torch.float64)  # on the device: no host read
     else:
         norm = 1.0
     if p.multi_output and p.normalization != "valid":  # MXNet also averages over positions
@@ -118,7 +118,7 @@ def _prepare_forward(p, in_shapes, out_shapes, out=None):
 def _prepare_backward(p, in_shapes, out_shapes, out=None):
     """The common heads (class labels; no smoothing, multi_output or out_grad): ``p - onehot``
     as clone + scatter_add of -1 at the clamped label; ignored rows zeroed in place; one scale
-    when it is not 1 (the valid-count normalisation read once per step)."""
+    when it is not 1 (the valid count a device scalar: nothing read on the host)."""
     shape, label_shape = tuple(in_shapes[0]), tuple(in_shapes[1])
     if out is not None or p.multi_output or p.smooth_alpha or p.out_grad or \
             label_shape == shape:
@@ -140,14 +140,14 @@ def _prepare_backward(p, in_shapes, out_shapes, out=None):
             src = minus_one[key] = torch.full((rows, 1), -1.0, dtype=y.dtype, device=y.device)
         k = label.long().clamp_(0, classes - 1)
         g = y.reshape(rows, classes).clone().scatter_add_(1, k, src)
-        factor = scale
         if p.use_ignore:
             dropped = label == ignore
             g.masked_fill_(dropped, 0.0)
-            if valid:
-                factor = p.grad_scale / float(max(rows - int(dropped.sum()), 1))
-        if factor != 1.0:
-            g.mul_(factor)
+            if valid:  # the valid count stays on the device: no host read per step
+                count = (rows - dropped.sum()).clamp_min(1).to(torch.float64)
+                return (g.mul_(p.grad_scale / count).reshape(shape),)
+        if scale != 1.0:
+            g.mul_(scale)
         return (g.reshape(shape),)
     return backward
 
