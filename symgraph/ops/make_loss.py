@@ -29,26 +29,36 @@ _PARAMS = (
 )
 
 
-def _norm(p, out: torch.Tensor) -> float:
-    if p.normalization == "batch":
-        return float(out.numel() // out.shape[-1]) if out.dim() and out.shape[-1] else 1.0
+def _factor(p, out: torch.Tensor):
+    """``grad_scale / norm``: a Python float, or for 'valid' (a count of the data) a 0-d
+    float64 tensor on the data's device, so no step reads the count on the host."""
     if p.normalization == "valid":
-        return float(max(int((out > p.valid_thresh).sum()), 1))
-    return 1.0
+        return p.grad_scale / (out > p.valid_thresh).sum().clamp_min(1).to(torch.float64)
+    if p.normalization == "batch":
+        return p.grad_scale / (float(out.numel() // out.shape[-1]) if out.dim() and
+                               out.shape[-1] else 1.0)
+    return p.grad_scale
 
 
 def _backward(p, ins, aux, rt):
     out = ins[0]
-    return (torch.full_like(out, p.grad_scale / _norm(p, out)),)
+    factor = _factor(p, out)
+    if isinstance(factor, float):
+        return (torch.full_like(out, factor),)
+    return (factor.to(out.dtype).expand_as(out).clone(),)
 
 
 def triton_make_loss_backward(p, ins, aux, rt):
-    """The constant gradient written by one generated kernel."""
+    """The constant gradient written by one generated kernel (a valid count read from a
+    device scalar, so the program does not change with it)."""
     from ..kernels.elementwise import Program, run
     out = ins[0]
-    prog = Program(1, ((f"({{0}} * 0.0 + {p.grad_scale / _norm(p, out)!r})", ("x0",)),),
-                   ("t0",))
-    return run(prog, [out], tuple(out.shape), out.dtype)
+    factor = _factor(p, out)
+    if isinstance(factor, float):
+        prog = Program(1, ((f"({{0}} * 0.0 + {factor!r})", ("x0",)),), ("t0",))
+        return run(prog, [out], tuple(out.shape), out.dtype)
+    prog = Program(2, (("({0} * 0.0 + {1})", ("x0", "x1")),), ("t0",))
+    return run(prog, [out, factor.to(out.dtype)], tuple(out.shape), out.dtype)
 
 
 def _implied_loss(p, ins):
