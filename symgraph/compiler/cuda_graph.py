@@ -29,17 +29,44 @@ def wanted(device: torch.device, steps: list) -> bool:
                    for step in steps)
 
 
+class CudaBackend:
+    """What :class:`GraphedCall` asks of CUDA (tests pass a fake with the same methods to
+    check the capture policy on a CPU)."""
+
+    @staticmethod
+    def graph():
+        return torch.cuda.CUDAGraph()
+
+    @staticmethod
+    def capturing(graph, pool):
+        return torch.cuda.graph(graph, pool=pool)
+
+    @staticmethod
+    def run_aside(body: Callable[[], None]) -> None:
+        """``body()`` on a side stream, as warm-up calls before a capture must run."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            body()
+        torch.cuda.current_stream().wait_stream(side)
+
+    @staticmethod
+    def synchronize() -> None:
+        torch.cuda.synchronize()
+
+
 class GraphedCall:
     """Runs ``body()`` eagerly for the warm-up calls, then captures and replays it."""
 
-    def __init__(self, body: Callable[[], None], name: str, pool=None):
+    def __init__(self, body: Callable[[], None], name: str, pool=None, backend=CudaBackend):
         self.body = body
         self.name = name
         self.pool = pool  # torch.cuda.graph_pool_handle() shared with other captures, or None
+        self.backend = backend
         self.calls = 0
-        self.graph: torch.cuda.CUDAGraph | None = None
+        self.graph = None  # the captured torch.cuda.CUDAGraph
         self.failed = False
-        self.held: list[torch.Tensor] = []  # launch metadata the graph reads
+        self.held: list = []  # launch metadata the graph reads
 
     def __call__(self) -> None:
         if self.graph is not None:
@@ -55,22 +82,19 @@ class GraphedCall:
         if self.failed:
             self.body()
             return
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            self.body()
-        torch.cuda.current_stream().wait_stream(side)
+        self.backend.run_aside(self.body)
 
     def _capture(self) -> None:
-        graph = torch.cuda.CUDAGraph()
+        graph = self.backend.graph()
         try:
-            with held_meta() as self.held, torch.cuda.graph(graph, pool=self.pool):
+            with held_meta() as self.held, self.backend.capturing(graph, self.pool):
                 self.body()
         except Exception as err:  # e.g. a host sync inside an op
             warnings.warn(f"CUDA graph capture of {self.name} failed ({type(err).__name__}: "
                           f"{err}); running it eagerly", RuntimeWarning, stacklevel=3)
             self.failed = True
-            torch.cuda.synchronize()
+            self.held = []
+            self.backend.synchronize()
             self.body()
             return
         self.graph = graph

@@ -112,3 +112,78 @@ def test_a_capture_holds_the_metadata_it_read():
     for k in range(runtime.META_CACHE_SIZE + 1):  # evicts [11, 12]
         runtime.device_meta([k, -1], "cpu")
     assert runtime.device_meta([11, 12], "cpu") is not first and held[0] is first
+
+
+class _FakeGraph:
+    """Counts replays (the body run inside ``capturing`` stands for the recording)."""
+
+    def __init__(self):
+        self.replays = 0
+
+    def replay(self):
+        self.replays += 1
+
+
+class _FakeBackend:
+    """CUDA's part of the capture policy, on a CPU: ``capturing`` records the body."""
+
+    def __init__(self, fail_capture=False):
+        self.fail_capture, self.aside, self.syncs = fail_capture, 0, 0
+
+    def graph(self):
+        return _FakeGraph()
+
+    def capturing(self, graph, pool):
+        backend = self
+
+        class _Ctx:
+            def __enter__(self):
+                return graph
+
+            def __exit__(self, *exc):
+                if exc[0] is None and backend.fail_capture:
+                    raise RuntimeError("operation not permitted when stream is capturing")
+                return False
+        return _Ctx()
+
+    def run_aside(self, body):
+        self.aside += 1
+        body()
+
+    def synchronize(self):
+        self.syncs += 1
+
+
+def test_capture_policy_warms_up_then_captures_once_and_replays():
+    """Two eager calls on a side stream, a capture on the third (run once after it), then
+    replays only; the metadata read during the capture is held by the call."""
+    from symgraph.kernels.runtime import device_meta
+    runs = []
+    backend = _FakeBackend()
+
+    def body():
+        runs.append(device_meta([len(runs) < 2, 7], "cpu"))
+    call = cuda_graph.GraphedCall(body, "forward", backend=backend)
+    for _ in range(cuda_graph.WARMUP_CALLS):
+        call()
+    assert backend.aside == cuda_graph.WARMUP_CALLS and call.graph is None
+    call()  # the capture (the body runs inside it), then one replay
+    assert call.graph is not None and call.held == [runs[cuda_graph.WARMUP_CALLS]]
+    assert call.graph.replays == 1
+    call()
+    call()
+    assert call.graph.replays == 3 and len(runs) == cuda_graph.WARMUP_CALLS + 1
+    assert backend.aside == cuda_graph.WARMUP_CALLS  # no eager call after the capture
+
+
+def test_failed_capture_runs_eagerly_from_then_on():
+    backend = _FakeBackend(fail_capture=True)
+    runs = []
+    call = cuda_graph.GraphedCall(lambda: runs.append(1), "backward", backend=backend)
+    for _ in range(cuda_graph.WARMUP_CALLS):
+        call()
+    with pytest.warns(RuntimeWarning, match="capture of backward failed"):
+        call()
+    assert call.failed and call.graph is None and call.held == [] and backend.syncs == 1
+    call()
+    assert len(runs) == cuda_graph.WARMUP_CALLS + 3  # warm-ups, capture, rerun, one more
