@@ -24,6 +24,7 @@ data and output gradient swapped (dw).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 
@@ -31,7 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .runtime import cdiv, kernel, on_cpu
+from .runtime import aot_compile, cdiv, compile_target, kernel, on_cpu
 from .table import KernelSpec, tensor_bytes
 
 ACTS = {None: 0, "none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
@@ -44,11 +45,30 @@ CUDA_CONFIGS = ((128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
 CPU_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}
 FP64_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 8}  # float64 on CUDA (tests)
 _tuned: dict[str, object] = {}
+_compile_tuned = {"on": False}  # compile_check also compiles every CUDA_CONFIGS entry
+
+
+@contextlib.contextmanager
+def compile_tuned_configs():
+    """While on (with ``runtime.compile_check``), a CPU launch also compiles the kernel
+    ahead of time in each autotuning configuration the GPU would try (block sizes,
+    ``num_warps``, ``num_stages``)."""
+    _compile_tuned["on"] = True
+    try:
+        yield
+    finally:
+        _compile_tuned["on"] = False
 
 
 def _launch(kern, grid, key: tuple[str, ...], args: tuple, meta: dict) -> None:
     """Launch ``kern`` with the CPU config under the interpreter, autotuned on CUDA."""
     if on_cpu(*[a for a in args if isinstance(a, torch.Tensor)]):
+        arch = compile_target()
+        if arch is not None and _compile_tuned["on"] and not meta.get("FP64"):
+            for m, n, k, w, s in CUDA_CONFIGS:
+                aot_compile(kern.fn, args, {**meta, "SUMK": False, "BLOCK_M": m,
+                                            "BLOCK_N": n, "BLOCK_K": k, "num_warps": w,
+                                            "num_stages": s}, arch)
         kern[grid(CPU_CONFIG)](*args, **meta, SUMK=False, **CPU_CONFIG)
         return
     if meta.get("FP64"):  # small tiles: the fp64 products are summed in registers

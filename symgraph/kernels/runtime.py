@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-_compile_check: dict = {"target": None, "done": set()}
+_compile_check: dict = {"target": None, "done": set(), "ptx": {}}
 
 
 def compile_check(arch: int | None) -> None:
@@ -24,9 +24,22 @@ def compile_check(arch: int | None) -> None:
     ``None`` turns it off."""
     _compile_check["target"] = arch
     _compile_check["done"].clear()
+    _compile_check["ptx"].clear()
 
 
-def _aot_compile(fn: Callable, args: tuple, kwargs: dict, arch: int) -> None:
+def compile_target() -> int | None:
+    """The architecture ``compile_check`` compiles for, or None."""
+    return _compile_check["target"]
+
+
+def compiled_ptx(name: str) -> list[str]:
+    """The PTX of every ahead-of-time compile of kernel ``name`` since ``compile_check``."""
+    return _compile_check["ptx"].get(name, [])
+
+
+def aot_compile(fn: Callable, args: tuple, kwargs: dict, arch: int) -> None:
+    """Compile ``fn`` for ``sm_<arch>`` with these arguments, constexprs and launch options
+    (``num_warps``, ``num_stages``: the configuration a GPU launch would compile)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler.compiler import ASTSource, make_backend
@@ -41,9 +54,10 @@ def _aot_compile(fn: Callable, args: tuple, kwargs: dict, arch: int) -> None:
         return
     options, signature, constexprs, attrs = jit._pack_args(backend, kwargs, bound,
                                                            specialization, options)
-    triton.compile(ASTSource(jit, signature, constexprs, attrs), target=target,
-                   options=options.__dict__)
+    compiled = triton.compile(ASTSource(jit, signature, constexprs, attrs), target=target,
+                              options=options.__dict__)
     _compile_check["done"].add(key)
+    _compile_check["ptx"].setdefault(fn.__name__, []).append(compiled.asm.get("ptx", ""))
 
 
 class Kernel:
@@ -73,8 +87,7 @@ class Kernel:
             device = next((a.device for a in args if isinstance(a, torch.Tensor)),
                           torch.device("cpu"))
             if device.type != "cuda" and _compile_check["target"] is not None:
-                meta = {k: v for k, v in kwargs.items() if k not in _LAUNCH_OPTIONS}
-                _aot_compile(self.fn, args, meta, _compile_check["target"])
+                aot_compile(self.fn, args, kwargs, _compile_check["target"])
             return self._impl(device)[grid](*args, **kwargs)
         return launch
 

@@ -28,3 +28,23 @@ def sm90():
 def test_kernel_compiles_for_sm90(spec, dtype, sm90):
     args, kwargs = spec.make(dtype, torch.device("cpu"), spec.shapes[0])
     spec.fn(*args, **kwargs)
+
+
+@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION")
+def test_gemm_autotune_configs_compile_to_hopper_mma(sm90):
+    """Issue #22: the check compiles the configurations the GPU autotunes over (block
+    sizes with their num_warps/num_stages), not only the interpreter's small one, and
+    for fp16 on sm_90 Triton emits Hopper's warpgroup MMA (wgmma) in them."""
+    from symgraph.kernels import gemm
+    spec = SPECS["matmul"]
+    args, kwargs = spec.make(torch.float16, torch.device("cpu"), spec.shapes[0])
+    with gemm.compile_tuned_configs():
+        spec.fn(*args, **kwargs)
+    ptx = runtime.compiled_ptx("_matmul_kernel")
+    assert len(ptx) == len(gemm.CUDA_CONFIGS) + 1  # every tuned config and the CPU one
+    warps = sorted({w for *_, w, _ in gemm.CUDA_CONFIGS})
+    threads = {int(line.split()[-1]) // 32 for p in ptx for line in p.splitlines()
+               if line.strip().startswith(".reqntid")}
+    assert threads == set(warps), threads  # num_warps reaches the compile
+    big = [c for c in gemm.CUDA_CONFIGS if c[0] >= 64]  # wgmma needs 64-row tiles
+    assert sum("wgmma" in p for p in ptx) == len(big), [p.count("wgmma") for p in ptx]
