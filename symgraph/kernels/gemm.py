@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 
 import torch
@@ -82,10 +83,22 @@ def _launch(kern, grid, key: tuple[str, ...], args: tuple, meta: dict) -> None:
                                  num_warps=w, num_stages=s) for m, n, k, w, s in CUDA_CONFIGS]
         # cache_results: the winning config is stored in Triton's on-disk cache (under
         # symgraph's cache_dir), so a second process starts tuned
-        tuned = triton.autotune(configs, key=list(key), cache_results=True)(
+        params = inspect.signature(kern.fn).parameters
+        tuned = triton.autotune(configs, key=tune_key(key, meta, params), cache_results=True)(
             triton.jit(kern.fn))
         _tuned[kern.__name__] = tuned
     tuned[grid](*args, **meta)
+
+
+def tune_key(dims: tuple[str, ...], meta: dict, params) -> list[str]:
+    """What one autotuned config is chosen for: the problem dims, the operands' layout (the
+    unit-or-not strides of A's K and B's N axes, where the kernel has them) and the
+    epilogue and precision flags; Triton adds the tensors' dtypes. One config per (M, N,
+    K) alone made transposed operands and fused epilogues share a config tuned for
+    another."""
+    layout = [k for k in ("sak", "sbn") if k in params]
+    return [*dims, *layout, *sorted(k for k in ("HAS_BIAS", "ACT", "UPCAST", "IEEE")
+                                    if k in meta and k in params)]
 
 
 @kernel

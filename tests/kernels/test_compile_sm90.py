@@ -48,3 +48,16 @@ def test_gemm_autotune_configs_compile_to_hopper_mma(sm90):
     assert threads == set(warps), threads  # num_warps reaches the compile
     big = [c for c in gemm.CUDA_CONFIGS if c[0] >= 64]  # wgmma needs 64-row tiles
     assert sum("wgmma" in p for p in ptx) == len(big), [p.count("wgmma") for p in ptx]
+
+
+def test_gemm_autotune_key_names_layout_and_epilogue():
+    """One tuned config per problem, layout and epilogue, not per (M, N, K) alone."""
+    import inspect
+
+    from symgraph.kernels import gemm
+    params = inspect.signature(gemm._matmul_kernel.fn).parameters
+    key = gemm.tune_key(("M", "N", "K"), {"HAS_BIAS": True, "ACT": 1, "IEEE": False,
+                                          "UPCAST": False, "FP64": False}, params)
+    assert key == ["M", "N", "K", "sak", "sbn", "ACT", "HAS_BIAS", "IEEE", "UPCAST"]
+    conv = inspect.signature(gemm._conv_fwd_kernel.fn).parameters
+    assert "sak" not in gemm.tune_key(("M", "N", "K"), {"HAS_BIAS": False}, conv)
