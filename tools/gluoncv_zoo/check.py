@@ -138,13 +138,16 @@ def _paired(got_rows, want_rows):
     import numpy as np
     from scipy.optimize import linear_sum_assignment
     out = got_rows.copy()
-    scale = np.maximum(np.abs(want_rows[:, 1:6]).max(axis=0), 1e-12)
+    finite = np.where(np.isfinite(want_rows[:, 1:6]), np.abs(want_rows[:, 1:6]), 0.0)
+    scale = np.maximum(finite.max(axis=0), 1e-12)
     for cls in np.unique(want_rows[:, 0]):
         gi, wi = np.where(got_rows[:, 0] == cls)[0], np.where(want_rows[:, 0] == cls)[0]
         if cls == -1 or len(gi) != len(wi) or len(wi) > 4096:
             continue
-        cost = (np.abs(got_rows[gi, None, 1:6] - want_rows[None, wi, 1:6]) / scale).sum(-1)
-        r, c = linear_sum_assignment(cost)
+        diff = np.abs(got_rows[gi, None, 1:6] - want_rows[None, wi, 1:6])
+        same = got_rows[gi, None, 1:6] == want_rows[None, wi, 1:6]  # equal infinities too
+        cost = np.nan_to_num(np.where(same, 0.0, diff) / scale, nan=1e30, posinf=1e30)
+        r, c = linear_sum_assignment(cost.sum(-1))
         out[wi[c]] = got_rows[gi[r]]
     return out
 
