@@ -189,18 +189,17 @@ def test_cuda_tile_configs_compile_for_sm90(mode, dtype):
     steps, n, h = 2, 64, 256
     xw, h0, c0, w, b = _operands(mode, (steps, n, h), dtype)
     _, _, _, saved = rnn_layer_fwd_ref(mode, xw, h0, c0, w, b)
-    meta = rnn._meta(xw, n, h, cuda=True)
-    meta.pop("num_warps")
+    meta = rnn._meta(xw, n, h, cuda=True)  # num_warps included: the GPU's configuration
     hs, gates = saved[0], saved[1] if len(saved) > 1 else saved[0]
     cs = saved[2] if len(saved) > 2 else saved[0]
     fwd = (xw[0], hs[0], cs[0], w, b, hs[1], cs[0], gates[0], cs[0], n, h)
-    runtime._aot_compile(rnn._fwd_step_kernel.fn, fwd, {"MODE": rnn._MODE_ID[mode], **meta}, 90)
+    runtime.aot_compile(rnn._fwd_step_kernel.fn, fwd, {"MODE": rnn._MODE_ID[mode], **meta}, 90)
     bwd = (hs[1], xw[1], hs[1], w, hs[1], hs[1], hs[1], hs[1], gates[0], cs[0], cs[0], cs[0],
            xw[0], hs[1], n, h, xw.shape[2])
     flags = {"HAS_NEXT": True, "HAS_CARRY": True, "HAS_DC": True}
     for final in (False, True):
-        runtime._aot_compile(rnn._bwd_step_kernel.fn, bwd,
-                             {"MODE": rnn._MODE_ID[mode], **flags, "FINAL": final, **meta}, 90)
+        runtime.aot_compile(rnn._bwd_step_kernel.fn, bwd,
+                            {"MODE": rnn._MODE_ID[mode], **flags, "FINAL": final, **meta}, 90)
 
 
 def test_backward_names_a_misshapen_state_gradient():
