@@ -161,6 +161,7 @@ def check_torch(mx, sym, args, aux, inputs: dict, executor, compile_: str | None
             rec["torch_grad_error"] = max(
                 float(np.abs((params[k].grad.numpy() if params[k].grad is not None else 0)
                              - g).max()) for k, g in grads.items()) / scale
+        del outs, pairs, m  # the training graph's values: not held through the rest
     m = to_torch(sym, args, aux, input_shapes=shapes).eval()  # fresh moving statistics
     with torch.no_grad():
         got = [o.numpy() for o in _outputs(m(**tin))]
