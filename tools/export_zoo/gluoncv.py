@@ -136,6 +136,7 @@ def merge(records: list[dict], compiled: list[dict]) -> list[dict]:
             rec["torch_compile_error"] = max(rec.get("torch_compile_error", 0.0),
                                              c["torch_compile_error"])
             rec.setdefault("compile_backends", []).append(c["backend"])
+            rec["graph_breaks"] = rec.get("graph_breaks", 0) + c.get("graph_breaks", 0)
             if c.get("torch_compile_note"):
                 rec[f"torch_compile_{c['backend']}_note"] = c["torch_compile_note"]
             if c["status"] != "match" and rec["status"] == "match":
@@ -155,6 +156,13 @@ def family_table(records: list[dict], exports: str) -> list[str]:
                      f"{sum(r['status'] == 'match' for r in mine)} | "
                      f"{sum(r['status'] == 'ill-conditioned' for r in mine)} | "
                      f"{sum(bool(r.get('compile_backends')) for r in mine)} |")
+    seen = {r["model"] for r in records}
+    left = [name for _, name in models(exports, None) if name not in seen]
+    breaks = sorted(r["model"] for r in records if r.get("graph_breaks"))
+    lines += [""] + ([f"Not checked yet: {', '.join(left)}."] if left else [])
+    if breaks:
+        lines.append(f"`torch.compile` runs with graph breaks (data-dependent sizes: box_nms "
+                     f"and ROIAlign's references) in: {', '.join(breaks)}.")
     return lines + [""]
 
 

@@ -432,7 +432,8 @@ def write_doc(records: list[dict], path: str, title: str = "Model-zoo export swe
     unjudged = [r["model"] for r in records if r["status"] == "ill-conditioned"]
     summary = f"**{ok} of {len(records)} architectures match.**"
     if unjudged:
-        summary += (f" {len(unjudged)} more are ill-conditioned in float32 with these "
+        summary += (f" {len(unjudged)} more {'is' if len(unjudged) == 1 else 'are'} "
+                    "ill-conditioned in float32 with these "
                     f"parameters, so no float32 verdict can be made: {', '.join(unjudged)}.")
     lines = [f"# {title}", "", intro, "",
              "Errors are the largest difference relative to the largest magnitude; **match** "
