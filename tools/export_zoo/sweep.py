@@ -92,8 +92,7 @@ def run_executor(mx, sym, args, aux, inputs: dict, train: bool = True, heads_see
     if not train:
         return infer, None, None, None, sym
     wide = _wide_inputs(inputs)
-    types = {k: v.dtype for k, v in wide.items()}
-    types.update({k: np.float64 for k, v in {**args, **aux}.items() if v.dtype == np.float32})
+    types = _float64_types(wide, args, aux)
     for graph, feed, dtypes in ((sym, wide, types), (None, wide, types), (sym, inputs, {})):
         graph = _widened(mx, sym) if graph is None else graph  # fixing float32: widened
         try:
@@ -146,8 +145,7 @@ def check_torch(mx, sym, args, aux, inputs: dict, executor, compile_: str | None
         wide, params = tin, (args, aux)
         if any(o.dtype == np.float64 for o in train):  # the executor trained in float64
             wide = {k: v.double() if v.dtype == torch.float32 else v for k, v in tin.items()}
-            params = [{k: v.astype("float64") if v.dtype == np.float32 else v
-                       for k, v in d.items()} for d in (args, aux)]
+            params = _wide_params(args, aux)
         m = to_torch(train_sym, *params, input_shapes=shapes,
                      input_types={k: v.numpy().dtype for k, v in wide.items()})
         torch.manual_seed(0)  # the executor's dropout masks: the same seed, the same draws
@@ -188,8 +186,7 @@ def _float64_truth(mx, sym, args, aux, inputs: dict):
     where it fixes float32 inside (detectors' casts and aranges) the graph widened; (None,
     None) when neither binds in float64."""
     wide = _wide_inputs(inputs)
-    types = {k: v.dtype for k, v in wide.items()}
-    types.update({k: np.float64 for k, v in {**args, **aux}.items() if v.dtype == np.float32})
+    types = _float64_types(wide, args, aux)
     for graph in (sym, None):
         graph = _widened(mx, sym) if graph is None else graph
         try:
@@ -246,6 +243,19 @@ def rounding_verdict(mx, sym, args, aux, inputs: dict, infer: list, rec: dict,
             rec[f"{k}_error"] = wide
 
 
+def _wide_params(args: dict, aux: dict) -> list[dict]:
+    """(args, aux) with every float32 parameter in float64."""
+    return [{k: v.astype("float64") if v.dtype == np.float32 else v for k, v in d.items()}
+            for d in (args, aux)]
+
+
+def _float64_types(wide: dict, args: dict, aux: dict) -> dict:
+    """A bind's type_dict: the (widened) inputs' dtypes, float32 parameters as float64."""
+    types = {k: v.dtype for k, v in wide.items()}
+    types.update({k: np.float64 for k, v in {**args, **aux}.items() if v.dtype == np.float32})
+    return types
+
+
 def _wide_inputs(inputs: dict) -> dict:
     return {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in inputs.items()}
 
@@ -256,8 +266,7 @@ def _torch_float64(mx, sym, args, aux, inputs: dict) -> list:
 
     from symgraph.export import to_torch
     wide = _wide_inputs(inputs)
-    params = [{k: v.astype("float64") if v.dtype == np.float32 else v for k, v in d.items()}
-              for d in (args, aux)]
+    params = _wide_params(args, aux)
     m = to_torch(sym, *params, input_shapes={k: v.shape for k, v in inputs.items()},
                  input_types={k: v.dtype for k, v in wide.items()}).eval()
     with torch.no_grad():
