@@ -3,7 +3,8 @@
 # then the GPU benchmarks. Each stage has its own time limit, so one slow stage cannot eat the
 # others; logs and JSON go to $DEST (default benchmarks/results/gpu). Stages are chosen by name:
 #   benchmarks/gpu_run.sh [tests] [ops] [mlp] [kernels] [lstm] [dist]
-# Extra pytest / bench_kernels arguments: $PYTEST_ARGS, $KERNEL_ARGS.
+# Extra pytest / bench_kernels arguments: $PYTEST_ARGS, $KERNEL_ARGS; per-test limit $TEST_TIMEOUT
+# (a cold Triton cache compiles every autotuned GEMM config on first use).
 set -u
 DEST=${DEST:-benchmarks/results/gpu}
 mkdir -p "$DEST"
@@ -27,12 +28,12 @@ run() {  # run NAME SECONDS CMD...: log to $DEST/NAME.log, print its tail
 for stage in $stages; do
     case $stage in
     tests) run tests "${TESTS_S:-240}" $PY -m pytest -o addopts= -p no:cacheprovider -v -rf \
-        -n "${WORKERS:-14}" --timeout 120 ${PYTEST_ARGS:-} tests/kernels/test_kernel_table.py \
+        -n "${WORKERS:-14}" --timeout "${TEST_TIMEOUT:-300}" ${PYTEST_ARGS:-} tests/kernels/test_kernel_table.py \
         tests/kernels/test_networks_triton.py tests/kernels/test_fusion.py \
         tests/kernels/test_cuda_graph.py tests/kernels/test_rnn_kernels.py \
         tests/kernels/test_optimizer_kernels.py ;;
     ops) run ops "${OPS_S:-240}" $PY -m pytest -o addopts= -p no:cacheprovider -v -rf \
-        -n "${WORKERS:-14}" --timeout 120 ${PYTEST_ARGS:-} tests/kernels/test_ops_gemm_triton.py \
+        -n "${WORKERS:-14}" --timeout "${TEST_TIMEOUT:-300}" ${PYTEST_ARGS:-} tests/kernels/test_ops_gemm_triton.py \
         tests/kernels/test_ops_reduce_triton.py tests/kernels/test_ops_copy_triton.py \
         tests/kernels/test_ops_rest_triton.py tests/kernels/test_ops_expr_triton.py \
         tests/kernels/test_ops_misc_triton.py tests/kernels/test_rnn_triton.py ;;
@@ -44,7 +45,7 @@ for stage in $stages; do
     dist) run dist "${DIST_S:-300}" $PY -m pytest -o addopts= -p no:cacheprovider -v -rf \
         tests/test_dist_kvstore.py tests/test_dist_training.py ;;
     failing) run failing "${FAILING_S:-150}" $PY -m pytest -o addopts= -p no:cacheprovider -q \
-        --tb=short -n "${WORKERS:-14}" --timeout 120 ${PYTEST_K:+-k "$PYTEST_K"} ${PYTEST_ARGS:-} ;;
+        --tb=short -n "${WORKERS:-14}" --timeout "${TEST_TIMEOUT:-300}" ${PYTEST_K:+-k "$PYTEST_K"} ${PYTEST_ARGS:-} ;;
     *) echo "unknown stage $stage" ;;
     esac
 done

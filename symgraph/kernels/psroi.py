@@ -40,7 +40,7 @@ from .sampling import separable
 
 # ---------------------------------------------------------------- PSROIPooling
 
-@kernel
+@kernel(enable_fp_fusion=False)  # bin edges floor/ceil(p * bin + start), rounded as MXNet
 def _psroi_kernel(x, rois, y, dy, dx, n, C, H, W, D, P, G, scale, BACKWARD: tl.constexpr,
                   BLOCK: tl.constexpr):
     """Average over each bin's window of its group's channel; backward adds dy / area."""
@@ -150,7 +150,7 @@ def psroi_pool_backward_ref(dy, x, rois, a):
 
 # ---------------------------------------------------------------- DeformablePSROIPooling
 
-@kernel
+@kernel(enable_fp_fusion=False)  # sample positions start + i * bin / S, rounded as MXNet
 def _deform_kernel(x, rois, trans, y, dy, dx, dtrans, n, geo, scale, std,
                    NO_TRANS: tl.constexpr, BACKWARD: tl.constexpr, BLOCK: tl.constexpr):
     """Average of S x S bilinear samples of a bin shifted by ``trans``; backward scatters

@@ -132,6 +132,7 @@ def _pool_bins(start: torch.Tensor, end: torch.Tensor, pooled: int, size: int):
 def _masked_max(v: torch.Tensor, lo, hi, dim: int) -> torch.Tensor:
     """Max over positions [lo[p], hi[p]) of ``dim`` for each bin p (new last axis)."""
     pos = torch.arange(v.shape[dim], device=v.device)
+    lo, hi = lo.to(v.device), hi.to(v.device)  # the bins come from host-side ROI arithmetic
     inside = (pos[None] >= lo[:, None]) & (pos[None] < hi[:, None])  # (P, size)
     v = v.movedim(dim, -1).unsqueeze(-2)  # (..., 1, size)
     big = torch.finfo(v.dtype).max
@@ -148,7 +149,7 @@ def roi_pool_ref(x: torch.Tensor, rois: torch.Tensor, pooled: tuple, scale: floa
         wlo, whi = _pool_bins(c[0], c[2], pooled[1], x.shape[3])
         empty = (hhi <= hlo)[:, None] | (whi <= wlo)[None, :]
         if not 0 <= b < x.shape[0]:
-            outs.append(torch.zeros((x.shape[1],) + tuple(pooled), dtype=x.dtype))
+            outs.append(x.new_zeros((x.shape[1],) + tuple(pooled)))
             continue
         cols = _masked_max(x[b], wlo, whi, 2)  # (C, H, PW)
         val = _masked_max(cols, hlo, hhi, 1).transpose(-1, -2)  # (C, PH, PW)
@@ -429,8 +430,9 @@ def _rroi_one(x, roi, pooled, scale, ratio):
     total = 0
     for yi, wy in ((ylo, 1 - ly), (yhi, ly)):
         for xi, wx in ((xlo, 1 - lx), (xhi, lx)):
-            weight = (wy * wx * (yok & xok)).to(x.dtype)
-            total = total + flat[:, (yi * x.shape[3] + xi).reshape(-1)].reshape(
+            weight = (wy * wx * (yok & xok)).to(x.device, x.dtype)
+            index = (yi * x.shape[3] + xi).reshape(-1).to(x.device)
+            total = total + flat[:, index].reshape(
                 (-1,) + weight.shape) * weight
     return total.sum((-1, -2)) / (gh * gw)
 

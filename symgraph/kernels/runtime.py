@@ -63,11 +63,14 @@ def aot_compile(fn: Callable, args: tuple, kwargs: dict, arch: int) -> None:
 class Kernel:
     """A Triton kernel function, jitted lazily for the device of its first tensor argument."""
 
-    def __init__(self, fn: Callable, **jit_options: Any):
+    def __init__(self, fn: Callable, **options: Any):
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
-        self._jit_options = jit_options
+        # launch options given at the decorator (``enable_fp_fusion=False``) apply to every
+        # launch; the rest go to ``triton.jit``
+        self._launch_defaults = {k: v for k, v in options.items() if k in _LAUNCH_OPTIONS}
+        self._jit_options = {k: v for k, v in options.items() if k not in _LAUNCH_OPTIONS}
         self._compiled = None
         self._interpreted = None
 
@@ -86,6 +89,8 @@ class Kernel:
         def launch(*args, **kwargs):
             device = next((a.device for a in args if isinstance(a, torch.Tensor)),
                           torch.device("cpu"))
+            if self._launch_defaults:
+                kwargs = {**self._launch_defaults, **kwargs}
             if device.type != "cuda" and _compile_check["target"] is not None:
                 aot_compile(self.fn, args, kwargs, _compile_check["target"])
             return self._impl(device)[grid](*args, **kwargs)
@@ -98,11 +103,13 @@ class Kernel:
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
 
 
-def kernel(fn: Callable | None = None, **jit_options: Any):
-    """Decorator: ``@kernel`` or ``@kernel(do_not_specialize=...)`` in place of ``@triton.jit``."""
+def kernel(fn: Callable | None = None, **options: Any):
+    """Decorator: ``@kernel`` or ``@kernel(do_not_specialize=...)`` in place of ``@triton.jit``;
+    launch options (``enable_fp_fusion=False``: no fused multiply-add, so a floor or compare
+    of ``a * b + c`` sees the host's rounding) apply to every launch."""
     if fn is None:
-        return lambda f: Kernel(f, **jit_options)
-    return Kernel(fn, **jit_options)
+        return lambda f: Kernel(f, **options)
+    return Kernel(fn, **options)
 
 
 # (device, key) -> the device tensor(s) built for it, least recently used first
@@ -115,19 +122,23 @@ _HELD: list[list] = []
 def device_cached(key: tuple, build: Callable[[], Any], device):
     """The device copy of ``build()`` (a host tensor, or a tuple of them), made once per
     (device, key): launches of a step list then do no host-device copy, so the list can be
-    captured as a CUDA graph (the eager warm-up calls before a capture create every entry
-    it needs, and the capture holds what it read, see :func:`held_meta`). Kernels must
-    only read it."""
+    captured as a CUDA graph (the eager warm-up calls before a capture create the entries
+    it needs, and the capture holds what it read, see :func:`held_meta`; values first met
+    inside a capture, such as a pointer table of outputs allocated from the graph's pool,
+    come through a recorded copy from pinned memory, :func:`_staged`). Kernels must only
+    read it."""
     device = torch.device(device)
     full = (device, key)
     value = _META.get(full)
     if value is None:
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            raise RuntimeError(f"kernel metadata {key} was not prepared before CUDA-graph "
-                               "capture (no eager call with these shapes)")
         host = build()
-        value = _META[full] = tuple(t.to(device) for t in host) if isinstance(
-            host, (tuple, list)) else host.to(device)
+        if _capturing(device):  # new values inside a capture (a pointer table of outputs
+            value = _staged(host, device, key)  # the graph's pool allocated): a recorded copy
+        else:
+            _staging_arena(device)
+            value = tuple(t.to(device) for t in host) if isinstance(
+                host, (tuple, list)) else host.to(device)
+        _META[full] = value
         if len(_META) > META_CACHE_SIZE:
             _META.popitem(last=False)
     else:
@@ -135,6 +146,46 @@ def device_cached(key: tuple, build: Callable[[], Any], device):
     if _HELD:
         _HELD[-1].append(value)
     return value
+
+
+# pinned host memory for metadata first met inside a CUDA-graph capture: the graph records a
+# copy from it, so what is written there stays unchanged for the life of the process
+STAGING_BYTES = 1 << 20
+_STAGING: dict = {"arena": None, "used": 0}
+
+
+def _capturing(device: torch.device) -> bool:
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
+def _staging_arena(device: torch.device) -> None:
+    """Pins the staging arena at the first eager CUDA launch (pinning inside a capture is
+    not allowed; every capture follows eager calls)."""
+    if device.type == "cuda" and _STAGING["arena"] is None:
+        _STAGING["arena"] = torch.empty(STAGING_BYTES, dtype=torch.uint8, pin_memory=True)
+
+
+def _staged(host, device: torch.device, key: tuple):
+    """The device copy of ``host`` (a tensor or a tuple of them) made by an asynchronous
+    copy that the capture records, from a slot of the pinned arena written once here: the
+    graph's replays copy the same bytes, with no host work."""
+    parts = host if isinstance(host, (tuple, list)) else (host,)
+    out = []
+    for t in parts:
+        t = t.contiguous()
+        start = -(-_STAGING["used"] // 16) * 16
+        nbytes = t.numel() * t.element_size()
+        arena = _STAGING["arena"]
+        if arena is None or start + nbytes > arena.numel():
+            raise RuntimeError(f"kernel metadata {key} first met inside a CUDA-graph capture "
+                               "does not fit the pinned staging arena (STAGING_BYTES)")
+        slot = arena[start:start + nbytes].view(t.dtype).view(t.shape)
+        slot.copy_(t)
+        _STAGING["used"] = start + nbytes
+        dev = torch.empty(t.shape, dtype=t.dtype, device=device)
+        dev.copy_(slot, non_blocking=True)
+        out.append(dev)
+    return tuple(out) if isinstance(host, (tuple, list)) else out[0]
 
 
 def device_meta(values, device, dtype=torch.int64) -> torch.Tensor:

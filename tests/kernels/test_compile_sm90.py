@@ -10,6 +10,7 @@ import torch
 
 from symgraph.kernels import runtime
 from symgraph.kernels.table import all_kernels
+from tests import device
 
 SPECS = all_kernels()
 CASES = [pytest.param(spec, dtype, id=f"{name}-{dtype}".replace("torch.", ""))
@@ -18,6 +19,8 @@ CASES = [pytest.param(spec, dtype, id=f"{name}-{dtype}".replace("torch.", ""))
 
 @pytest.fixture
 def sm90():
+    if device.ON_GPU:  # a CPU stand-in: on a GPU the kernel tests compile and run for real
+        pytest.skip("the kernels compile for real on the test GPU")
     runtime.compile_check(90)
     yield
     runtime.compile_check(None)
@@ -50,6 +53,23 @@ def test_gemm_autotune_configs_compile_to_hopper_mma(sm90):
     assert sum("wgmma" in p for p in ptx) == len(big), [p.count("wgmma") for p in ptx]
 
 
+def test_gemm_autotune_prunes_tiles_beyond_the_problem():
+    """Small problems compile and time only the tiles that fit them (power-of-two bounds,
+    32 at least); a problem smaller than every tile keeps the smallest one."""
+    import triton
+
+    from symgraph.kernels import gemm
+    configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_warps=w,
+                             num_stages=s) for m, n, k, w, s in gemm.CUDA_CONFIGS]
+    prune = gemm.prune_configs(("M", "N", "K"))
+    sizes = lambda kept: {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"])  # noqa: E731
+                          for c in kept}
+    assert sizes(prune(configs, {"M": 6272, "N": 50, "K": 500})) == {
+        (128, 64, 32), (64, 64, 32), (32, 64, 32)}
+    assert len(prune(configs, {"M": 4096, "N": 4096, "K": 4096})) == len(configs)
+    assert sizes(prune(configs, {"M": 1, "N": 1, "K": 1})) == {(32, 64, 32)}
+
+
 def test_gemm_autotune_key_names_layout_and_epilogue():
     """One tuned config per problem, layout and epilogue, not per (M, N, K) alone."""
     import inspect
@@ -61,3 +81,16 @@ def test_gemm_autotune_key_names_layout_and_epilogue():
     assert key == ["M", "N", "K", "sak", "sbn", "ACT", "HAS_BIAS", "IEEE", "UPCAST"]
     conv = inspect.signature(gemm._conv_fwd_kernel.fn).parameters
     assert "sak" not in gemm.tune_key(("M", "N", "K"), {"HAS_BIAS": False}, conv)
+
+
+@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION")
+def test_decorator_launch_options_reach_the_compile(sm90):
+    """``@kernel(enable_fp_fusion=False)`` reaches every launch: PSROIPooling's bin edges
+    ``floor(p * bin + start)`` compile to a multiply and an add, not an FMA (on the H200 the
+    fused form moved 4 of 108 bins by one pixel against MXNet's rounding)."""
+    spec = SPECS["psroi_pool_fwd"]
+    args, kwargs = spec.make(torch.float32, torch.device("cpu"), spec.shapes[0])
+    spec.fn(*args, **kwargs)
+    ptx = runtime.compiled_ptx("_psroi_kernel")
+    assert ptx and not any("fma.rn.f32" in p for p in ptx)
+    assert all("mul.rn.f32" in p or "mul.f32" in p for p in ptx)

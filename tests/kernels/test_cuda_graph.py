@@ -187,3 +187,28 @@ def test_failed_capture_runs_eagerly_from_then_on():
     assert call.failed and call.graph is None and call.held == [] and backend.syncs == 1
     call()
     assert len(runs) == cuda_graph.WARMUP_CALLS + 3  # warm-ups, capture, rerun, one more
+
+
+def test_metadata_first_met_in_a_capture_comes_through_a_recorded_copy(monkeypatch):
+    """On the H200, ``split`` and the LAMB launches failed to capture: their pointer tables
+    name outputs the graph's pool allocates, so the eager calls could not prepare them.
+    Inside a capture such values are written once to a slot of the pinned staging arena
+    and copied from there by a copy the graph records (here on CPU with a fake capture)."""
+    from symgraph.kernels import runtime
+    monkeypatch.setattr(runtime, "_STAGING", {"arena": torch.zeros(80, dtype=torch.uint8),
+                                              "used": 3})
+    monkeypatch.setattr(runtime, "_capturing", lambda device: True)
+    with runtime.held_meta() as held:
+        table = runtime.device_meta([7, -2, 1 << 40], "cpu")
+        pair = runtime.device_cached(("pair-test",), lambda: (
+            torch.tensor([1.5], dtype=torch.float32), torch.tensor([9], dtype=torch.int32)),
+            "cpu")
+    assert table.tolist() == [7, -2, 1 << 40] and held[0] is table
+    assert pair[0].tolist() == [1.5] and pair[1].tolist() == [9]
+    arena = runtime._STAGING["arena"]
+    assert arena[16:40].view(torch.int64).tolist() == [7, -2, 1 << 40]  # 16-byte aligned
+    assert arena[48:52].view(torch.float32).tolist() == [1.5]
+    assert arena[64:68].view(torch.int32).tolist() == [9]
+    assert runtime._STAGING["used"] == 68
+    with pytest.raises(RuntimeError, match="staging arena"):
+        runtime.device_meta(list(range(8)), "cpu")

@@ -46,18 +46,21 @@ def _fixture_cases():
 
 @pytest.mark.parametrize("name,op,inputs,attrs", _fixture_cases())
 def test_triton_kernels_match_mxnet(name, op, inputs, attrs):
-    """The Triton wrappers of MultiBoxTarget/Detection and (Multi)Proposal under the
-    interpreter give MXNet 1.9.1's outputs on the fixture inputs."""
+    """The Triton wrappers of MultiBoxTarget/Detection and (Multi)Proposal (under the
+    interpreter, or compiled on the test GPU) give MXNet 1.9.1's outputs on the fixture
+    inputs."""
     import importlib
 
     import torch
 
+    from tests import device
     from tests.test_ops_detection import ARRAYS
     module, fn, config = FIXTURE_KERNELS[op]
     mod = importlib.import_module(module)
     cfg = getattr(mod, config)(**attrs)
-    got = getattr(mod, fn)(*[torch.from_numpy(x) for x in inputs], cfg)
+    got = getattr(mod, fn)(*[torch.from_numpy(x).to(device.TORCH) for x in inputs], cfg)
     got = got if isinstance(got, tuple) else (got,)
     for j, g in enumerate(got):
-        np.testing.assert_allclose(g.numpy(), ARRAYS[f"{name}/out{j}"], rtol=1e-5, atol=1e-5,
+        np.testing.assert_allclose(g.cpu().numpy(), ARRAYS[f"{name}/out{j}"], rtol=1e-5,
+                                   atol=1e-5,
                                    err_msg=f"{name} output {j}")

@@ -69,11 +69,12 @@ def test_triton_potrf_and_inverse_raise_as_mxnet():
     import symgraph as mx
     from symgraph import config
     from symgraph.base import MXNetError
+    from tests import device
     x = mx.sym.Variable("x")
     for sym, match in ((mx.sym.linalg.potrf(x), "not positive definite"),
                        (mx.sym.linalg.inverse(x), "non-convertible")):
         with config.override(backend="triton"):
-            exe = sym.simple_bind(mx.cpu(), x=(2, 2))
+            exe = sym.simple_bind(device.context(), x=(2, 2))
         exe.arg_dict["x"][:] = np.array([[1., 2.], [2., 4.]], np.float32)
         with warnings.catch_warnings(record=True) as caught, \
                 pytest.raises(MXNetError, match=match):
