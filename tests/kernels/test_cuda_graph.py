@@ -197,7 +197,7 @@ def test_metadata_first_met_in_a_capture_comes_through_a_recorded_copy(monkeypat
     from symgraph.kernels import runtime
     monkeypatch.setattr(runtime, "_STAGING", {"arena": torch.zeros(80, dtype=torch.uint8),
                                               "used": 3})
-    monkeypatch.setattr(runtime, "_capturing", lambda device: True)
+    monkeypatch.setattr(runtime, "_capturing", lambda dev: True)
     with runtime.held_meta() as held:
         table = runtime.device_meta([7, -2, 1 << 40], "cpu")
         pair = runtime.device_cached(("pair-test",), lambda: (
