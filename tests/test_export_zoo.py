@@ -47,3 +47,29 @@ def test_cut_verdict_feeds_the_discrete_ops():
     assert err <= sweep.TOL and "_contrib_box_nms" in note
     assert sweep.cut_verdict(mx, sym, args, {}, inputs, [w + 1 for w in want]) is None
     assert sweep.conditioning(mx, sym, args, {}, inputs) is None  # float32 is fine here
+
+
+def test_training_falls_back_to_float32_only_with_frozen_batchnorm(monkeypatch):
+    """Training is compared in float64, except where float64 would not fit and no
+    BatchNorm uses batch statistics (the C4 R-CNNs): then in float32, and the record says
+    so."""
+    import numpy as np
+    data = mx.sym.var("data")
+    rng = np.random.RandomState(0)
+    inputs = {"data": rng.uniform(-1, 1, (2, 3)).astype(np.float32)}
+    args = {"fc_weight": mx.nd.array(rng.uniform(-1, 1, (4, 3))),
+            "fc_bias": mx.nd.array(rng.uniform(-1, 1, 4)),
+            "bn_gamma": mx.nd.ones(4), "bn_beta": mx.nd.zeros(4)}
+    aux = {"bn_moving_mean": mx.nd.zeros(4), "bn_moving_var": mx.nd.ones(4)}
+    fc = mx.sym.FullyConnected(data, num_hidden=4, name="fc")
+    frozen = mx.sym.BatchNorm(fc, use_global_stats=True, name="bn")
+    batch = mx.sym.BatchNorm(fc, name="bn")
+    assert sweep._float64_bytes(frozen, inputs) == 8 * (6 + 12 + 4 + 8 + 4 + 4 + 4 + 4 + 8)
+    assert not sweep._train_in_float32(mx, frozen, inputs)  # fits: float64
+    monkeypatch.setattr(sweep, "FLOAT64_TRAIN_BYTES", 0)
+    assert sweep._train_in_float32(mx, frozen, inputs)
+    assert not sweep._train_in_float32(mx, batch, inputs)  # batch statistics: float64 always
+    rec = sweep.check_all(mx, frozen, args, aux, inputs, None, {})
+    assert rec["status"] == "match" and rec["train_dtype"] == "float32", rec
+    rec = sweep.check_all(mx, batch, args, aux, inputs, None, {})
+    assert rec["status"] == "match" and rec["train_dtype"] == "float64", rec

@@ -155,3 +155,36 @@ def test_metric_package_keeps_mxnets_names():
         assert hasattr(mx.metric, name), name
     assert mx.metric.create("pearsonr").__class__ is mx.metric.PearsonCorrelation
 
+
+
+def test_perplexity_accumulates_on_the_device_and_reads_back_once(monkeypatch):
+    """Issue #22: on an accelerator Perplexity sums on the device (no copy of the prediction
+    matrix per batch) and reads one number back when a statistic is read; the value equals
+    the host path's, with ignore_label, local and global statistics (the device path is
+    forced here on CPU tensors)."""
+    import torch
+
+    from symgraph.metric import probability
+    rng = np.random.RandomState(4)
+    batches = []
+    for n in (6, 9):
+        pred = rng.uniform(0.01, 1, (n, 5)).astype(np.float32)
+        batches.append((rng.randint(0, 5, n).astype(np.float32), pred / pred.sum(1, keepdims=True)))
+    host = mx.metric.Perplexity(ignore_label=2)
+    for label, pred in batches:
+        host.update([mx.nd.array(label)], [mx.nd.array(pred)])
+    monkeypatch.setattr(probability, "_on_accelerator", lambda x: True)
+    dev = mx.metric.Perplexity(ignore_label=2)
+    reads = []
+    monkeypatch.setattr(torch.Tensor, "item", lambda t: reads.append(t) or t.tolist())
+    for label, pred in batches:
+        dev.update([mx.nd.array(label)], [mx.nd.array(pred)])
+    assert not reads and isinstance(dev.__dict__["_pending"][0], torch.Tensor)
+    assert dev.get()[1] == pytest.approx(host.get()[1], rel=1e-6)
+    assert len(reads) == 2  # the loss sum and the count, once
+    assert dev.num_inst == host.num_inst and isinstance(dev.num_inst, int)
+    dev.reset_local()
+    assert dev.num_inst == 0 and dev.get_global()[1] == pytest.approx(host.get()[1], rel=1e-6)
+    dev.update([mx.nd.array(batches[0][0])], [mx.nd.array(batches[0][1])])
+    dev.reset()
+    assert dev.global_num_inst == 0 and "_pending" not in dev.__dict__

@@ -296,16 +296,50 @@ class CompositeEvalMetric(EvalMetric):
         return config
 
 
+def _flushed(name: str) -> property:
+    """A statistic of :class:`_Accumulating`: reading or setting it first folds in what
+    accumulated on the device."""
+    def get(self):
+        self._flush()
+        return self.__dict__[name]
+
+    def put(self, value) -> None:
+        self._flush()
+        self.__dict__[name] = value
+    return property(get, put)
+
+
 class _Accumulating(EvalMetric):
-    """Shared bookkeeping: add ``value`` over ``count`` instances to local and global sums."""
+    """Shared bookkeeping: add ``value`` over ``count`` instances to local and global sums.
+
+    Values computed on an accelerator (device tensors) are summed there, in float64, and
+    read back once when a statistic is read (``get``, a callback), not once per batch."""
+
+    sum_metric = _flushed("_sum_metric")
+    num_inst = _flushed("_num_inst")
+    global_sum_metric = _flushed("_global_sum_metric")
+    global_num_inst = _flushed("_global_num_inst")
 
     def _add(self, value, count) -> None:
+        if isinstance(value, torch.Tensor) or isinstance(count, torch.Tensor):
+            pending = self.__dict__.get("_pending")
+            value = value.double() if isinstance(value, torch.Tensor) else float(value)
+            self.__dict__["_pending"] = (value, count) if pending is None else (
+                pending[0] + value, pending[1] + count)
+            return
         # host scalars as Python numbers: numpy 1.x's float64 accumulation, plain reprs
-        value, count = _scalar(value), _scalar(count)
-        self.sum_metric += value
-        self.global_sum_metric += value
-        self.num_inst += count
-        self.global_num_inst += count
+        self._fold(_scalar(value), _scalar(count))
+
+    def _fold(self, value, count) -> None:
+        """Add to the local and global sums (what is pending on the device stays there)."""
+        for name, add in (("_sum_metric", value), ("_global_sum_metric", value),
+                          ("_num_inst", count), ("_global_num_inst", count)):
+            self.__dict__[name] = self.__dict__.get(name, 0) + add
+
+    def _flush(self) -> None:
+        pending = self.__dict__.pop("_pending", None)
+        if pending is not None:
+            self._fold(*(t.item() if isinstance(t, torch.Tensor) else t for t in pending))
 
 
 @register

@@ -11,8 +11,17 @@ from __future__ import annotations
 import math
 
 import numpy
+import torch
 
-from .base import _Accumulating, _host, _host_view, alias, check_label_shapes, register
+from .base import (
+    _Accumulating,
+    _host,
+    _host_view,
+    _on_accelerator,
+    alias,
+    check_label_shapes,
+    register,
+)
 
 
 @register
@@ -36,6 +45,9 @@ class Perplexity(_Accumulating):
         assert len(labels) == len(preds)
         loss, num = 0.0, 0
         for label, pred in zip(labels, preds):
+            if _on_accelerator(pred):  # summed where the predictions are: no copy
+                self._add(*self._device_terms(label, pred))
+                continue
             label, pred = _host_view(label), _host_view(pred)  # read only: no copies
             assert label.size == pred.size / pred.shape[-1], \
                 f"shape mismatch: {label.shape} vs. {pred.shape}"
@@ -53,6 +65,24 @@ class Perplexity(_Accumulating):
             loss -= numpy.log(numpy.maximum(pred.dtype.type(1e-10), pred)).sum()
             num += pred.size
         self._add(loss, num)
+
+    def _device_terms(self, label, pred) -> tuple:
+        """(negative log-probability sum, label count) of one batch as device tensors: the
+        host path's arithmetic in torch."""
+        label, pred = getattr(label, "_t", label), getattr(pred, "_t", pred)
+        label = torch.as_tensor(label, device=pred.device).reshape(-1)
+        if label.numel() != pred.numel() // pred.shape[-1]:
+            raise AssertionError(f"shape mismatch: {tuple(label.shape)} vs. {tuple(pred.shape)}")
+        pred = pred.reshape(_pick_shape(tuple(pred.shape), self.axis, label.numel()))
+        index = label.to(torch.int32).to(torch.int64).clamp(0, pred.shape[self.axis] - 1)
+        prob = torch.take_along_dim(pred, index.unsqueeze(self.axis),
+                                    dim=self.axis).reshape(-1)
+        num = label.numel()
+        if self.ignore_label is not None:
+            ignore = (label == self.ignore_label).to(prob.dtype)
+            num = num - ignore.sum().to(torch.int64)
+            prob = prob * (1 - ignore) + ignore
+        return -torch.log(torch.clamp(prob, min=1e-10)).double().sum(), num
 
     def get(self):
         if self.num_inst == 0:
