@@ -240,3 +240,21 @@ def test_backward_reuses_the_training_forward_graph_and_recomputes_otherwise(mon
     for name in stale:
         np.testing.assert_allclose(stale[name], exe.grad_dict[name].asnumpy(), rtol=1e-6,
                                    atol=1e-7)
+
+
+def test_backward_reads_the_dropout_seed_without_a_device_read(monkeypatch):
+    """Issue #22: the forward's seed output carries its value, so the backward does no
+    device-to-host read for it; a seed tensor written since (or made elsewhere) is read."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from symgraph.ops import rnn
+    p = SimpleNamespace(mode="lstm", state_outputs=False, p=0.5, num_layers=2)
+    out = rnn._results(p, torch.zeros(1), None, None, 1234, torch.zeros(1), torch.zeros(1))[1]
+    reads = []
+    real_int = torch.Tensor.__int__
+    monkeypatch.setattr(torch.Tensor, "__int__", lambda t: reads.append(t) or real_int(t))
+    assert rnn._seed_of(out) == 1234 and not reads
+    out.fill_(77)
+    assert rnn._seed_of(out) == 77 and len(reads) == 1

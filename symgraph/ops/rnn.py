@@ -257,8 +257,17 @@ def run(p, x: torch.Tensor, w: torch.Tensor, hx: torch.Tensor, cx, seed: int = -
 def _results(p, y, hy, cy, seed: int, like: torch.Tensor, reserve: torch.Tensor) -> tuple:
     outs = [y, hy, cy][:_num_visible(p)]
     if _drops(p):
-        outs.append(torch.full((1,), seed, dtype=torch.int64, device=like.device))
+        seed_out = torch.full((1,), seed, dtype=torch.int64, device=like.device)
+        seed_out.rnn_seed = (seed, seed_out._version)  # the backward reads it here
+        outs.append(seed_out)
     return (*outs, reserve)
+
+
+def _seed_of(t: torch.Tensor) -> int:
+    """The dropout seed a forward output carries (a device read only for a seed tensor
+    that did not come from a forward here, or was written since)."""
+    seed, version = getattr(t, "rnn_seed", (None, None))
+    return int(t) if seed is None or version != t._version else seed
 
 
 # A training forward hands its backward what it needs through the hidden ``reserve`` output
@@ -355,7 +364,7 @@ def _backward_forward(p, ins, aux, rt):
     nv = _num_visible(p)
     ograds, rest = ins[:nv], ins[nv:]
     n_state = len(_backward_outputs(p))
-    seed = int(rest[n_state]) if _drops(p) else -1
+    seed = _seed_of(rest[n_state]) if _drops(p) else -1
     needed = p.get("_needed") or (True,) * n_state
     saved = _reserved(ins[-1], rest, n_state, seed, "autograd")
     if saved is not None:
@@ -466,7 +475,7 @@ def triton_backward_rnn(p, ins, aux, rt):
     ograds, rest = ins[:nv], ins[nv:]
     x, w, hx = rest[:3]
     cx = rest[3] if lstm else None
-    seed = int(rest[4 if lstm else 3]) if _drops(p) else -1
+    seed = _seed_of(rest[4 if lstm else 3]) if _drops(p) else -1
     record = _reserved(ins[-1], rest, 4 if lstm else 3, seed, "triton")
     if record is None:  # no training forward of these inputs kept one
         record = _triton_layers(p, x, w, hx, cx, seed)[3]
