@@ -162,6 +162,9 @@ class Executor:
         self._rt = Runtime(False, _random.generator(ctx), ctx.torch_device)
         self._monitor: tuple[Callable, bool] | None = None
         self._graphs: dict[tuple, Callable] = {}  # step-list runners, CUDA-graphed on GPU
+        # per step list, the deferred data checks of the last run that ran its Python (a
+        # replayed CUDA graph runs none and rewrites the same flags)
+        self._checks: dict[tuple, list] = {}
         self._graph_pool = None  # a CUDA graph memory pool shared with other executors
         self._forwarded = False
         # True once reshape shares output memory: forward then copies into the outputs
@@ -214,17 +217,17 @@ class Executor:
         steps = self._plan.forward_train if is_train or self._plan.backward else \
             self._plan.forward_infer
         try:
-            self._run_steps(("forward", bool(is_train), steps is self._plan.forward_train),
-                            steps)
+            checks = self._run_steps(
+                ("forward", bool(is_train), steps is self._plan.forward_train), steps)
         except DeferredError as err:  # raised where the outputs are read, as MXNet does
             for arr in self.outputs:
-                arr._pending_error = err
+                arr._pending_error, arr._pending_checks = err, None
             self._forwarded = True
             return self.outputs
         if self._sparse is not None:
             self._sparse.deliver(self._values)
         for arr, slot in zip(self.outputs, self._plan.head_slots):
-            arr._pending_error = None
+            arr._pending_error, arr._pending_checks = None, checks or None
             if arr._is_sparse:
                 continue
             if self._fixed_outputs:
@@ -280,8 +283,15 @@ class Executor:
             else:
                 grad.copy_(v[slot])
 
-    def _run_steps(self, key: tuple, steps: list, after: Callable | None = None) -> None:
-        """Run a step list: eagerly, monitored, or as a replayed CUDA graph on GPU."""
+    def _run_steps(self, key: tuple, steps: list, after: Callable | None = None) -> list:
+        """Run a step list: eagerly, monitored, or as a replayed CUDA graph on GPU. Returns
+        the deferred data checks (``ops.base.check``) its outputs must pass when read."""
+        self._rt.checks = []
+        self._run_list(key, steps, after)
+        checks = self._checks[key] = self._rt.checks or self._checks.get(key, [])
+        return checks
+
+    def _run_list(self, key: tuple, steps: list, after: Callable | None) -> None:
         if self._monitor is not None:
             with torch.no_grad():
                 MonitoredRun(self._plan, *self._monitor).run(

@@ -231,3 +231,51 @@ def test_an_entry_listed_as_several_heads_takes_the_last_head_gradient():
     exe.forward(is_train=True)
     exe.backward([mx.nd.ones((2,)), mx.nd.ones((2,)) * 10])
     np.testing.assert_array_equal(exe.grad_dict["x"].asnumpy(), [10.0, 10.0])
+
+
+def test_data_checks_defer_to_the_read_on_an_accelerator(monkeypatch):
+    """Issue #22: on an accelerator (``defer_checks``, forced here on CPU) gather_nd's and
+    take's bound checks and potrf's pivot check read no device flag during the step: the
+    error (MXNet's type and message) is raised where an output is read, once per forward;
+    a replayed CUDA graph, which runs no Python, keeps the checks of the captured run."""
+    import functools
+
+    import torch
+
+    from symgraph.ops.indexing import IndexOutOfBoundsError
+    from symgraph.ops.linalg_factor import NotPositiveDefiniteError
+    data, idx = mx.sym.var("data"), mx.sym.var("idx")
+    cases = [(mx.sym.gather_nd(data, idx), {"data": (3, 4), "idx": (2, 2)},
+              np.array([[0, 5], [1, 1]], np.float32), IndexOutOfBoundsError,
+              "index 5 is out of bounds for axis 0 with size 3"),
+             (mx.sym.take(data, idx, mode="raise"), {"data": (3, 4), "idx": (2,)},
+              np.array([1, 3], np.float32), IndexOutOfBoundsError, "out of bound"),
+             (mx.sym.linalg.potrf(data), {"data": (2, 2)}, None, NotPositiveDefiniteError,
+              "not positive definite")]
+    for sym, shapes, bad_idx, error, match in cases:
+        exe = sym.simple_bind(mx.cpu(), grad_req="null", **shapes)
+        exe._rt.defer_checks = True
+        exe.arg_dict["data"][:] = np.array([[1., 2.], [2., 4.]]) if bad_idx is None else \
+            np.arange(12, dtype=np.float32).reshape(3, 4)
+        if bad_idx is not None:
+            exe.arg_dict["idx"][:] = bad_idx
+        reads = []
+        monkeypatch.setattr(torch.Tensor, "__bool__", functools.partial(
+            lambda seen, real, t: seen.append(t) or real(t), reads, torch.Tensor.__bool__))
+        out = exe.forward()[0]
+        assert not reads, sym.list_outputs()  # nothing read back during the step
+        with pytest.raises(error, match=match):
+            out.asnumpy()
+        with pytest.raises(error, match=match):  # and again on a second read
+            out.wait_to_read()
+        monkeypatch.undo()
+        # a replay (no Python ran, no checks registered) keeps the captured run's checks
+        monkeypatch.setattr(exe, "_run_list", lambda key, steps, after: None)
+        with pytest.raises(error, match=match):
+            exe.forward()[0].asnumpy()
+        monkeypatch.undo()
+        if bad_idx is not None:
+            exe.arg_dict["idx"][:] = np.zeros_like(bad_idx)
+        else:
+            exe.arg_dict["data"][:] = np.array([[4., 2.], [2., 5.]])
+        exe.forward()[0].asnumpy()  # a good input: no error

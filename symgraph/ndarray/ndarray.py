@@ -95,6 +95,7 @@ class NDArray:
     __hash__ = object.__hash__  # identity hash, as MXNet (defining __eq__ would drop it)
 
     _pending_error = None  # a DeferredError of the executor step that wrote this array
+    _pending_checks = None  # its deferred data checks: (device flag, error) pairs
     _is_sparse = False  # RowSparseNDArray / CSRNDArray (ndarray.sparse_array) hold a _value
 
     def __init__(self, tensor: torch.Tensor):
@@ -332,6 +333,11 @@ class NDArray:
     def wait_to_read(self) -> None:
         """Block until pending writes to this array are done; raises the error of the
         operator that wrote it, if it failed (:class:`~symgraph.base.DeferredError`)."""
+        if self._pending_checks:
+            checks, self._pending_checks = self._pending_checks, None
+            failed = next((error for bad, error in checks if bool(bad)), None)
+            if failed is not None:
+                self._pending_error = failed()
         if self._pending_error is not None:
             raise self._pending_error
         if self._t.is_cuda:

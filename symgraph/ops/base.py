@@ -28,7 +28,7 @@ class Runtime:
     and ``state``: what Python-level ops keep per run (an executor holds one Runtime; the
     Custom op keeps its ``CustomOp`` instances there, one per node)."""
 
-    __slots__ = ("is_train", "generator", "device", "state")
+    __slots__ = ("is_train", "generator", "device", "state", "defer_checks", "checks")
 
     def __init__(self, is_train: bool = False, generator: torch.Generator | None = None,
                  device: torch.device | None = None):
@@ -36,6 +36,25 @@ class Runtime:
         self.generator = generator
         self.device = device if device is not None else torch.device("cpu")
         self.state: dict | None = None
+        # on an accelerator an op's data check (an index out of bounds, a failed pivot) is
+        # not read at once: reading it would stop the step for a device-to-host copy
+        self.defer_checks = self.device.type != "cpu"
+        self.checks: list = []  # (device flag, error) pairs of the run in progress
+
+
+def check(rt: Runtime | None, bad: torch.Tensor, error: Callable[[], Exception],
+          traced: str) -> None:
+    """Raise ``error()`` if the device boolean ``bad`` is true: at once on the CPU; with
+    ``rt.defer_checks`` (an accelerator) recorded in ``rt.checks``, and the executor raises
+    it where the outputs are read (as MXNet does), so the step needs no device-to-host
+    sync and can be captured as a CUDA graph. Under torch.compile/export the check runs on
+    the device (``torch._assert_async`` with the message ``traced``)."""
+    if torch.compiler.is_compiling():
+        torch._assert_async(~bad, traced)
+    elif rt is not None and rt.defer_checks:
+        rt.checks.append((bad, error))
+    elif bool(bad):
+        raise error()
 
 
 class GradValue(Protocol):

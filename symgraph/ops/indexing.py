@@ -37,12 +37,24 @@ ShapeError: Axis should be in the range of [-r, r-1] where r is the rank of inpu
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ..attrs import Param
 from ..base import DeferredError, DTypeError, ShapeError
 from ..sparse import formats, rules
-from .base import Case, OpDef, Storage, grad_rule, known, merge_shape, register
+from .base import (
+    Case,
+    OpDef,
+    Runtime,
+    Storage,
+    check,
+    grad_rule,
+    known,
+    merge_shape,
+    register,
+)
 
 _INDEX_DTYPES = ("bfloat16", "float16", "float32", "float64", "int32", "int64", "int8", "uint8")
 
@@ -91,33 +103,35 @@ def _take_shape(p, shapes):
     return shapes, [tuple(a[:axis]) + tuple(idx) + tuple(a[axis + 1:])]
 
 
-def _take_index(p, a: torch.Tensor, indices: torch.Tensor, axis: int) -> torch.Tensor:
+def _take_index(p, a: torch.Tensor, indices: torch.Tensor, axis: int,
+                rt: Runtime | None = None) -> torch.Tensor:
     size = a.shape[axis]
-    if p.mode == "raise" and bool(((indices < 0) | (indices > size - 1)).any()):
-        raise IndexOutOfBoundsError(
-            f"take operator contains indices out of bound: indices must lie in [0, {size - 1}] "
-            f"for axis {p.axis} of an input of shape {tuple(a.shape)}")
+    if p.mode == "raise":
+        message = (f"take operator contains indices out of bound: indices must lie in "
+                   f"[0, {size - 1}] for axis {p.axis} of an input of shape {tuple(a.shape)}")
+        check(rt, ((indices < 0) | (indices > size - 1)).any(),
+              lambda: IndexOutOfBoundsError(message), message)
     return bound(as_index(indices), size, p.mode).reshape(-1)
 
 
 def _take_forward(p, ins, aux, rt):
     a, indices = ins
     axis = _take_axis(p, a.dim())
-    out = a.index_select(axis, _take_index(p, a, indices, axis))
+    out = a.index_select(axis, _take_index(p, a, indices, axis, rt))
     return (out.reshape(_take_shape(p, [tuple(a.shape), tuple(indices.shape)])[1][0]),)
 
 
 def _backward_take(p, ins, aux, rt):
     g, a, indices = ins
     axis = _take_axis(p, a.dim())
-    idx = _take_index(p, a, indices, axis)
+    idx = _take_index(p, a, indices, axis, rt)
     flat = g.reshape(tuple(a.shape[:axis]) + (idx.numel(),) + tuple(a.shape[axis + 1:]))
     return (torch.zeros_like(a, dtype=g.dtype).index_add_(axis, idx, flat),)
 
 
-def _kernel_mode(p, a: torch.Tensor, indices: torch.Tensor, axis: int) -> str:
+def _kernel_mode(p, a: torch.Tensor, indices: torch.Tensor, axis: int, rt) -> str:
     if p.mode == "raise":
-        _take_index(p, a, indices, axis)  # the bounds check (a host sync, as in the reference)
+        _take_index(p, a, indices, axis, rt)  # the bounds check, as in the reference
     return "wrap" if p.mode == "wrap" else "clip"
 
 
@@ -126,7 +140,7 @@ def triton_take(p, ins, aux, rt):
     from ..kernels.index import take
     a, indices = ins
     axis = _take_axis(p, a.dim())
-    return (take(a, indices, axis, _kernel_mode(p, a, indices, axis)),)
+    return (take(a, indices, axis, _kernel_mode(p, a, indices, axis, rt)),)
 
 
 def triton_backward_take(p, ins, aux, rt):
@@ -134,7 +148,7 @@ def triton_backward_take(p, ins, aux, rt):
     from ..kernels.index import take_backward
     g, a, indices = ins
     axis = _take_axis(p, a.dim())
-    return (take_backward(g, indices, tuple(a.shape), axis, _kernel_mode(p, a, indices, axis)),)
+    return (take_backward(g, indices, tuple(a.shape), axis, _kernel_mode(p, a, indices, axis, rt)),)
 
 
 def _take_storage(p, stypes):
@@ -532,24 +546,25 @@ class IndexOutOfBoundsError(DeferredError, IndexError):
     """An index outside the axis (MXNet raises ``IndexError``, where the result is read)."""
 
 
-def _check_nd_bounds(data: torch.Tensor, indices: torch.Tensor) -> None:
+def _check_nd_bounds(data: torch.Tensor, indices: torch.Tensor,
+                     rt: Runtime | None = None) -> None:
     """gather_nd's bound check: MXNet's message for the first index outside its axis."""
     idx = as_index(indices)
     for axis in range(idx.shape[0]):
         size, row = data.shape[axis], idx[axis]
         bad = (row < -size) | (row >= size)
-        if torch.compiler.is_compiling():  # traced (torch.compile/export): checked as it runs
-            torch._assert_async(~bad.any(), f"gather_nd: an index is out of bounds for axis "
-                                            f"{axis} with size {size}")
-            continue
-        if bool(bad.any()):
-            value = int(row[bad].reshape(-1)[0])
-            raise IndexOutOfBoundsError(f"index {value} is out of bounds for axis {axis} with "
-                                        f"size {size}")
+        check(rt, bad.any(), functools.partial(_nd_error, row, bad, axis, size),
+              f"gather_nd: an index is out of bounds for axis {axis} with size {size}")
+
+
+def _nd_error(row: torch.Tensor, bad: torch.Tensor, axis: int, size: int) -> Exception:
+    value = int(row[bad].reshape(-1)[0])
+    return IndexOutOfBoundsError(f"index {value} is out of bounds for axis {axis} with "
+                                 f"size {size}")
 
 
 def _gather_nd(p, ins, aux, rt):
-    _check_nd_bounds(ins[0], ins[1])
+    _check_nd_bounds(ins[0], ins[1], rt)
     return (ins[0][_nd_index(ins[0], ins[1])].contiguous(),)
 
 
@@ -561,7 +576,7 @@ def _nd_index(data: torch.Tensor, indices: torch.Tensor) -> tuple:
 def triton_gather_nd(p, ins, aux, rt):
     """gather_nd as one Triton gather."""
     from ..kernels.index import gather_nd
-    _check_nd_bounds(ins[0], ins[1])
+    _check_nd_bounds(ins[0], ins[1], rt)
     return (gather_nd(ins[0], ins[1]),)
 
 

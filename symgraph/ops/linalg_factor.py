@@ -49,7 +49,7 @@ import torch
 
 from ..attrs import Param
 from ..base import DeferredError, DTypeError, ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, check, register
 from .linalg_tri import TRIANG_PARAMS, _square, grad_op
 
 _CHOL = (Param("lower", "bool", True, doc="True if the triangular matrix is lower triangular, "
@@ -83,25 +83,26 @@ class NotPositiveDefiniteError(DeferredError):
     """potrf of a matrix that is not symmetric positive definite (MXNet's LAPACK check)."""
 
 
-def _checked(low):
+def _checked(low, rt):
     """``low`` if every diagonal entry of the factor is positive (a failed pivot leaves 0 or
     NaN there); MXNetError as MXNet's potrf otherwise."""
-    if not bool((torch.diagonal(low, 0, -2, -1) > 0).all()):
-        raise NotPositiveDefiniteError(
-            f"linalg_potrf: potrf failed on an input of shape {tuple(low.shape)}. This may "
-            "happen when the input matrix is either not symmetric or not positive definite.")
+    message = (f"linalg_potrf: potrf failed on an input of shape {tuple(low.shape)}. This "
+               "may happen when the input matrix is either not symmetric or not positive "
+               "definite.")
+    check(rt, ~(torch.diagonal(low, 0, -2, -1) > 0).all(),
+          lambda: NotPositiveDefiniteError(message), message)
     return (low,)
 
 
 def _potrf_forward(p, ins, aux, rt):
     from ..kernels.linalg import potrf_ref
-    return _checked(potrf_ref(ins[0], p.lower))
+    return _checked(potrf_ref(ins[0], p.lower), rt)
 
 
 def triton_potrf(p, ins, aux, rt):
     """Cholesky: one Triton program per matrix."""
     from ..kernels.linalg import potrf
-    return _checked(potrf(ins[0], p.lower))
+    return _checked(potrf(ins[0], p.lower), rt)
 
 
 def _potrf_gradient(g, p, ins, outs, og):
@@ -193,14 +194,14 @@ register(OpDef(
 def _gauss_forward(kind: str):
     def forward(p, ins, aux, rt):
         from ..kernels.linalg import gauss_jordan_ref
-        return _gauss_outputs(kind, gauss_jordan_ref(ins[0], kind == "inverse"), ins[0])
+        return _gauss_outputs(kind, gauss_jordan_ref(ins[0], kind == "inverse"), ins[0], rt)
     return forward
 
 
 def _gauss_kernel(kind: str):
     def triton_gauss(p, ins, aux, rt):
         from ..kernels.linalg import gauss_jordan
-        return _gauss_outputs(kind, gauss_jordan(ins[0], kind == "inverse"), ins[0])
+        return _gauss_outputs(kind, gauss_jordan(ins[0], kind == "inverse"), ins[0], rt)
     triton_gauss.__name__ = f"triton_linalg_{kind}"
     return triton_gauss
 
@@ -209,12 +210,12 @@ class SingularMatrixError(DeferredError):
     """inverse of an exactly singular matrix (MXNet's getrf check)."""
 
 
-def _gauss_outputs(kind: str, got, a):
+def _gauss_outputs(kind: str, got, a, rt):
     inv, sign, logdet = got
     if kind == "inverse":
-        if not bool((sign != 0).all()):
-            raise SingularMatrixError(f"linalg_inverse: the input matrix is non-convertible "
-                                      f"(singular) in an input of shape {tuple(a.shape)}")
+        message = (f"linalg_inverse: the input matrix is non-convertible (singular) in an "
+                   f"input of shape {tuple(a.shape)}")
+        check(rt, ~(sign != 0).all(), lambda: SingularMatrixError(message), message)
         return (inv,)
     if a.dim() == 2:
         sign, logdet = sign.reshape(1), logdet.reshape(1)

@@ -54,14 +54,14 @@ def _scatter_shape(p, shapes):
 def _scatter_forward(p, ins, aux, rt):
     data, indices = ins
     out = torch.zeros(tuple(p.shape), dtype=data.dtype, device=data.device)
-    _check_nd_bounds(out, indices)
+    _check_nd_bounds(out, indices, rt)
     return (out.index_put_(_nd_index(out, indices), data),)
 
 
 def triton_scatter_nd(p, ins, aux, rt):
     """scatter_nd as a Triton zero fill and one scatter."""
     from ..kernels.index import scatter_nd
-    _check_nd_bounds(torch.empty(tuple(p.shape), device="meta"), ins[1])
+    _check_nd_bounds(torch.empty(tuple(p.shape), device="meta"), ins[1], rt)
     return (scatter_nd(ins[0], ins[1], tuple(p.shape)),)
 
 
@@ -91,7 +91,7 @@ def _set_shape(p, shapes):
 
 def _set_forward(p, ins, aux, rt):
     lhs, rhs, indices = ins
-    _check_nd_bounds(lhs, indices)
+    _check_nd_bounds(lhs, indices, rt)
     return (lhs.clone().index_put_(_nd_index(lhs, indices), rhs),)
 
 
@@ -99,7 +99,7 @@ def triton_scatter_set_nd(p, ins, aux, rt):
     """_scatter_set_nd as a Triton copy of lhs and one scatter."""
     from ..kernels.index import scatter_nd
     lhs, rhs, indices = ins
-    _check_nd_bounds(lhs, indices)
+    _check_nd_bounds(lhs, indices, rt)
     return (scatter_nd(rhs, indices, lhs),)
 
 

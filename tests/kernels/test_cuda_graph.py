@@ -49,7 +49,7 @@ def test_mlp_step_replayed_as_a_cuda_graph_matches_eager():
 # kernel entries that still copy host data or read device data per call (issue #22: the
 # HOST_COPIES list of tests/test_house_rules.py, plus data-dependent host reads)
 CAPTURE_PENDING = {"multi_proposal", "box_nms", "box_nms_backward", "bipartite_matching",
-                   "multibox_detection", "linalg_potrf", "linalg_gauss_jordan"}
+                   "multibox_detection"}
 CAPTURE_PENDING_FAMILIES = {"random"}  # host-side parameter tables of random draws
 # entries that update their inputs in place: replay is checked to run, not for values
 STATEFUL = {"slice_assign", "slice_assign_scalar", "slice_scatter", "put_along_axis"}
@@ -67,14 +67,16 @@ def _as_tuple(x):
 @pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("name", _kernel_names())
-def test_every_kernel_entry_captures_as_a_cuda_graph(name):
+def test_every_kernel_entry_captures_as_a_cuda_graph(name, request):
     """Issue #22: every launch wrapper is capture-safe (no host-device copy or sync inside):
     after two eager calls (compile, metadata) one call is captured and replayed, and its
     outputs equal the eager ones."""
     from symgraph.kernels.table import all_kernels
     spec = all_kernels()[name]
     if name in CAPTURE_PENDING or spec.family in CAPTURE_PENDING_FAMILIES:
-        pytest.xfail("still copies host data per call (issue #22)")
+        # run, not skipped: an XPASS says the entry can leave the list
+        request.applymarker(pytest.mark.xfail(reason="still copies host data per call "
+                                                     "(issue #22)", strict=False))
     args, kwargs = spec.make(spec.dtypes[0], torch.device("cuda"), spec.shapes[0])
     for _ in range(2):
         want = [t.clone() for t in _as_tuple(spec.fn(*args, **kwargs))]
