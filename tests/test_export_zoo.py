@@ -73,3 +73,21 @@ def test_training_falls_back_to_float32_only_with_frozen_batchnorm(monkeypatch):
     assert rec["status"] == "match" and rec["train_dtype"] == "float32", rec
     rec = sweep.check_all(mx, batch, args, aux, inputs, None, {})
     assert rec["status"] == "match" and rec["train_dtype"] == "float64", rec
+
+
+def test_conditioning_looks_behind_a_saturating_op():
+    """An ill-conditioned value upstream of the first discrete op is found even when a clip
+    hides it from that op's input (faster_rcnn_fpn_syncbn_resnest269: RPN box deltas of
+    1e7 clipped to the image): ``(1e8 * x0 + x1) - 1e8`` loses x1 in float32."""
+    import numpy as np
+    data = mx.sym.var("data")
+    h = mx.sym.FullyConnected(data, num_hidden=1, no_bias=True, name="fc") - 1e8
+    sym = mx.sym.clip(h, 5.0, 6.0) > 5.5
+    args = {"fc_weight": mx.nd.array(np.array([[1e8, 1.0]]))}
+    inputs = {"data": np.array([[1.0, 0.3]], np.float32)}
+    graph = __import__("json").loads(sym.tojson())
+    first = next(i for i, n in enumerate(graph["nodes"]) if n["op"] in sweep.DISCRETE)
+    assert [graph["nodes"][i]["op"] for i in sweep._upstream(graph["nodes"], first)] == [
+        "FullyConnected", "_minus_scalar", "clip"]
+    note = sweep.conditioning(mx, sym, args, {}, inputs)
+    assert note and note.startswith("no verdict") and "at _minusscalar0" in note, note

@@ -369,16 +369,39 @@ def _has_discrete(sym) -> bool:
     return any(n["op"] in DISCRETE for n in json.loads(sym.tojson())["nodes"])
 
 
+def _upstream(nodes: list, first: int) -> list[int]:
+    """The non-variable nodes node ``first`` depends on (``nodes`` in topological order)."""
+    seen, todo = set(), [e[0] for e in nodes[first]["inputs"]]
+    while todo:
+        i = todo.pop()
+        if i not in seen and nodes[i]["op"] != "null":
+            seen.add(i)
+            todo += [e[0] for e in nodes[i]["inputs"]]
+    return sorted(seen)
+
+
+def _worst(outs, truth, names) -> tuple[float, str]:
+    """The largest relative error of ``outs`` against ``truth`` and where (values whose
+    float64 magnitude is below 1e-6 are all rounding and judge nothing)."""
+    errs = [(_err(o, t), n) for o, t, n in zip(outs, truth, names)
+            if np.abs(np.asarray(t, np.float64)).max(initial=0.0) >= 1e-6]
+    return max(errs, default=(0.0, ""))
+
+
 def conditioning(mx, sym, args, aux, inputs: dict) -> str | None:
-    """A note when float32 cannot be judged: at the inputs of the graph's first discrete op
-    (no choice upstream, so float64 is the truth there) symgraph's own float32 values are
-    more than CONTINUOUS from its float64 ones; else None."""
+    """A note when float32 cannot be judged: upstream of the graph's first discrete op (no
+    choice there, so float64 is the truth) some value of symgraph's own float32 is more
+    than CONTINUOUS from its float64 one; else None. Every upstream value is compared, not
+    only the op's inputs: a saturating op (a clip to the image) can hide an ill-conditioned
+    value behind well-conditioned ones."""
     import onnxruntime as ort
     graph = json.loads(sym.tojson())
-    first = next((n for n in graph["nodes"] if n["op"] in DISCRETE), None)
+    first = next((i for i, n in enumerate(graph["nodes"]) if n["op"] in DISCRETE), None)
     if first is None:
         return None
-    graph["heads"] = [[e[0], e[1], 0] for e in first["inputs"]]
+    up = _upstream(graph["nodes"], first)
+    names = [graph["nodes"][i]["name"] for i in up]
+    graph["heads"] = [[i, 0, 0] for i in up]
     head = mx.sym.load_json(json.dumps(graph))
     used = set(head.list_arguments()) | set(head.list_auxiliary_states())
     args, aux = ({k: v for k, v in d.items() if k in used} for d in (args, aux))
@@ -387,7 +410,8 @@ def conditioning(mx, sym, args, aux, inputs: dict) -> str | None:
         return None
     exe = head.simple_bind(mx.cpu(), grad_req="null", **{k: v.shape for k, v in inputs.items()})
     exe.copy_params_from(args, aux)
-    own = max(_err(o.asnumpy(), t) for o, t in zip(exe.forward(**inputs), truth))
+    own, where = _worst([o.asnumpy() for o in exe.forward(**inputs)], truth, names)
+    del exe
     if own <= CONTINUOUS:
         return None
     with tempfile.TemporaryDirectory() as workdir:
@@ -395,10 +419,10 @@ def conditioning(mx, sym, args, aux, inputs: dict) -> str | None:
         mx.onnx.export_model(head, {**args, **aux}, [v.shape for v in inputs.values()],
                              [v.dtype for v in inputs.values()], path)
         got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, inputs)
-    theirs = max(_err(g, t) for g, t in zip(got, truth))
-    return (f"no verdict: float32 is ill-conditioned here: at the inputs of the first "
-            f"discrete op ({first['name']}) symgraph's own float32 is {own:.1e} from its "
-            f"float64, ONNX Runtime's {theirs:.1e}")
+    theirs = _worst(got, truth, names)[0]
+    return (f"no verdict: float32 is ill-conditioned here: upstream of the first discrete "
+            f"op ({graph['nodes'][first]['name']}), at {where}, symgraph's own float32 is "
+            f"{own:.1e} from its float64, ONNX Runtime's {theirs:.1e}")
 
 
 def check_model(mx, name: str, compile_: str | None = "inductor") -> dict:
