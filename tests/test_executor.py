@@ -233,13 +233,22 @@ def test_an_entry_listed_as_several_heads_takes_the_last_head_gradient():
     np.testing.assert_array_equal(exe.grad_dict["x"].asnumpy(), [10.0, 10.0])
 
 
+def _recording(monkeypatch, cls, name: str) -> list:
+    """Patch method ``name`` of ``cls`` to record its receivers; the list of them."""
+    seen, real = [], getattr(cls, name)
+
+    def method(self):
+        seen.append(self)
+        return real(self)
+    monkeypatch.setattr(cls, name, method)
+    return seen
+
+
 def test_data_checks_defer_to_the_read_on_an_accelerator(monkeypatch):
     """Issue #22: on an accelerator (``defer_checks``, forced here on CPU) gather_nd's and
     take's bound checks and potrf's pivot check read no device flag during the step: the
     error (MXNet's type and message) is raised where an output is read, once per forward;
     a replayed CUDA graph, which runs no Python, keeps the checks of the captured run."""
-    import functools
-
     import torch
 
     from symgraph.ops.indexing import IndexOutOfBoundsError
@@ -259,9 +268,7 @@ def test_data_checks_defer_to_the_read_on_an_accelerator(monkeypatch):
             np.arange(12, dtype=np.float32).reshape(3, 4)
         if bad_idx is not None:
             exe.arg_dict["idx"][:] = bad_idx
-        reads = []
-        monkeypatch.setattr(torch.Tensor, "__bool__", functools.partial(
-            lambda seen, real, t: seen.append(t) or real(t), reads, torch.Tensor.__bool__))
+        reads = _recording(monkeypatch, torch.Tensor, "__bool__")
         out = exe.forward()[0]
         assert not reads, sym.list_outputs()  # nothing read back during the step
         with pytest.raises(error, match=match):
