@@ -141,3 +141,42 @@ def test_typed_errors_name_the_op():
         mx.nd.contrib.multi_adamw_update([mx.nd.ones((2,))], [mx.nd.ones((2,))],
                                          [mx.nd.ones((2,))], [mx.nd.ones((2,))], 1.0,
                                          lrs=(0.1,), wds=(0.0,), etas=(1.0, 1.0))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # NaN rescale, interpreted
+@pytest.mark.parametrize("backend", ["torch", "triton"])
+def test_adamw_reads_its_rescale_on_the_device(backend, monkeypatch):
+    """Issue #22: the AdamW ops keep ``rescale_grad`` on the device (MXNet reads it on the
+    host): no host read in the step, a finite rescale applies, and 0, NaN or inf leave
+    weight, mean, var and grad as they were (the grad-writing and master-weight forms)."""
+    import torch
+
+    from symgraph import config
+    names = ("w", "g", "m", "v", "r")
+    w, g, m, v, r = (mx.sym.var(n) for n in names)
+    syms = {"adamw": mx.sym.contrib.adamw_update(w, g, m, v, r, lr=0.1, eta=1.0, wd=0.1),
+            "_adamw": mx.sym._internal._adamw_update(w, g, m, v, r, lr=0.1, eta=1.0)}
+    for name, sym in syms.items():
+        with config.override(backend=backend):
+            exe = sym.simple_bind(mx.cpu(), grad_req="null", w=(3,), g=(3,), m=(3,), v=(3,),
+                                  r=(1,))
+        for rescale in (0.5, 0.0, np.nan, np.inf):
+            start = {"w": [0.5, 1.5, -1.0], "g": [0.2, -0.3, 0.4], "m": [0.1, 0.1, 0.1],
+                     "v": [0.2, 0.2, 0.2], "r": [rescale]}
+            for k, val in start.items():
+                exe.arg_dict[k][:] = np.array(val, np.float32)
+            reads = []
+            for method in ("__float__", "__bool__", "item"):
+                real = getattr(torch.Tensor, method)
+                monkeypatch.setattr(torch.Tensor, method, lambda t, *a, _real=real,
+                                    _seen=reads: _seen.append(t) or _real(t, *a))
+            out = exe.forward()[0]
+            monkeypatch.undo()
+            assert not reads, (name, backend)
+            if rescale == 0.5:
+                assert not np.allclose(out.asnumpy(), start["w"])
+                continue
+            np.testing.assert_array_equal(out.asnumpy(), np.float32(start["w"]))
+            for k in "mvg":
+                np.testing.assert_array_equal(exe.arg_dict[k].asnumpy(), np.float32(start[k]),
+                                              err_msg=f"{name} {k} {rescale}")

@@ -187,7 +187,7 @@ class UpdateParams:
 
     lr: float | Sequence[float]
     wd: float | Sequence[float] = 0.0
-    rescale_grad: float = 1.0
+    rescale_grad: float | torch.Tensor = 1.0  # or a one-element device tensor (AdamW's input)
     clip_gradient: float = -1.0
     momentum: float = 0.0
     beta1: float = 0.9
@@ -291,9 +291,18 @@ def _launch(kind: int, weights, grads, states, hp: UpdateParams, out) -> tuple:
     s_like = states[0][0] if states else weights[0]
     _update_kernel[(len(chunk_rows) // 2,)](
         device_meta(rows, dev), device_meta(chunk_rows, dev), hp.rate_table(count, dev),
-        device_meta(_consts(kind, hp), dev, torch.float32),
-        weights[0], s_like, KIND=kind, CHUNK=chunk, BLOCK=block)
+        _const_table(kind, hp, dev), weights[0], s_like, KIND=kind, CHUNK=chunk, BLOCK=block)
     return tuple(outs)
+
+
+def _const_table(kind: int, hp: UpdateParams, dev) -> torch.Tensor:
+    """The kernel's constants on the device; a device ``rescale_grad`` joins them there
+    (no host read)."""
+    consts = _consts(kind, hp)
+    if not isinstance(consts[0], torch.Tensor):
+        return device_meta(consts, dev, torch.float32)
+    return torch.cat([consts[0].reshape(1).to(dev, torch.float32),
+                      device_meta(consts[1:], dev, torch.float32)])
 
 
 def _clip(x: torch.Tensor, bound: float) -> torch.Tensor:

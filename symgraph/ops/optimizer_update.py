@@ -29,7 +29,6 @@ symgraph.base.ShapeError: Error in operator sgd_update: Shape inconsistent ...
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import torch
@@ -118,15 +117,33 @@ def run_rule(rule: Rule, hp, ins, triton: bool) -> torch.Tensor:
     written = target if rule.master is not None and not rule.new_out else \
         torch.empty_like(target)
     outs = [written, *states] + ([grad] if rule.writes_grad else [])
+    skip = _skipping(hp, outs, written is target)
     if triton:
         getattr(kops, rule.kernel)([target], [grad], *[[s] for s in states], hp, out=outs)
     else:
         new = getattr(kops, rule.kernel + "_ref")([target], [grad], *[[s] for s in states], hp)
         for dst, src in zip(outs, new):
             dst.copy_(src)
-    if rule.master is not None and not rule.new_out:
-        return written.to(weight.dtype)
-    return written
+    result = written.to(weight.dtype) if rule.master is not None and not rule.new_out \
+        else written
+    if skip is not None:
+        ok, before = skip
+        for now, old in zip(outs, before):
+            if old is not None:
+                now.copy_(torch.where(ok, now, old))
+        result = torch.where(ok, result, weight)
+    return result
+
+
+def _skipping(hp, outs: list, in_place_weight: bool):
+    """With a device ``rescale_grad`` (the AdamW ops): (whether to apply, the arrays the
+    update writes in place as they were), so that a 0, NaN or inf rescale leaves them all
+    unchanged, as MXNet's skipped update does, without a host read. None otherwise."""
+    r = hp.rescale_grad
+    if not isinstance(r, torch.Tensor):
+        return None
+    ok = (torch.isfinite(r) & (r != 0)).reshape(())
+    return ok, [o.clone() if (i or in_place_weight) else None for i, o in enumerate(outs)]
 
 
 def forwards(rule: Rule, hparams):
@@ -165,9 +182,9 @@ def _adam_hp(p, ins):
 
 def _adamw_hp(rescale_index: int):
     def hparams(p, ins):
-        r = float(ins[rescale_index].reshape(-1)[0])  # MXNet reads it on the host too
-        if not math.isfinite(r) or r == 0:
-            return None  # MXNet skips the update: the weight comes back unchanged
+        # MXNet reads the array on the host; here it stays on the device, and a 0, NaN or
+        # inf there makes ``run_rule`` keep everything as it was (MXNet skips the update)
+        r = ins[rescale_index].reshape(-1)[:1].float()
         return _hp(lr=p.eta * p.lr, wd=p.eta * p.wd, rescale_grad=r,
                    clip_gradient=p.clip_gradient, beta1=p.beta1, beta2=p.beta2,
                    epsilon=p.epsilon)
