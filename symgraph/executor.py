@@ -771,10 +771,12 @@ def _own_outputs(exe: Executor) -> list[NDArray]:
 def _format_steps(title: str, steps, plan: Plan, show_source: bool) -> list[str]:
     launches = sum(1 for s in steps if not plan.impl[s[-1].name].startswith("view:"))
     lines = [f"{title} ({launches} kernel launches):"]
-    for *_, outs, _frees, node in steps:
+    for fn, *_, outs, _frees, node in steps:
         shape = plan.shapes[outs[0]]
+        chosen = getattr(fn, "chosen", None)  # a measured choice (backend 'auto')
         lines.append(f"  {node.name:<32} {plan.impl[node.name]:<32} -> "
-                     f"{'x'.join(map(str, shape))} {plan.dtypes[outs[0]]}")
+                     f"{'x'.join(map(str, shape))} {plan.dtypes[outs[0]]}"
+                     + (f"  [{chosen}]" if chosen else ""))
         if show_source and hasattr(node, "source"):
             lines.append(f"    expression: {node.expression}")
             lines += ["    | " + line for line in node.source.rstrip().splitlines()]

@@ -1,7 +1,9 @@
 """Lowering to kernels: which implementation each node runs, and elementwise fusion.
 
 A node runs its op's Triton kernel when the backend asks for Triton on its device
-(``config.backend`` 'triton', or 'auto' on CUDA), else its torch reference. Elementwise
+(``config.backend`` 'triton', or 'auto' on CUDA), else its torch reference; under 'auto' an
+op with ``hints.measured`` (convolutions) keeps whichever of the two its first call timed
+faster. Elementwise
 ops carry a Triton expression (``OpDef.expr``); with Triton enabled, chains of them fuse
 into one generated kernel (``symgraph.kernels.elementwise``): a node joins the chain of an input's
 producer when the output shapes and dtypes agree and no value the chain makes is needed
@@ -9,6 +11,7 @@ before the chain runs. Intermediate values of a chain never reach memory.
 """
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -216,6 +219,50 @@ def guarded(kernel: Callable, fallback: Callable, what: str) -> Callable:
     return first
 
 
+def time_call(call: Callable[[], object], device: torch.device, reps: int = 3) -> float:
+    """Median seconds of ``call()`` over ``reps`` runs (CUDA events on a GPU)."""
+    times = []
+    for _ in range(reps):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+                enable_timing=True)
+            start.record()
+            call()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
+def measured(kernel: Callable, reference: Callable) -> Callable:
+    """A step of an op with ``hints.measured`` under backend 'auto': its first call runs and
+    times the Triton kernel and the torch reference (cuDNN for convolutions) on the real
+    inputs, keeps the faster for every later call, and records the choice in ``chosen``
+    (``debug_str`` shows it)."""
+    state: dict = {"fn": None}
+
+    def first(p, ins, aux, rt):
+        if state["fn"] is not None:
+            return state["fn"](p, ins, aux, rt)
+        device = ins[0].device if ins else torch.device("cpu")
+        times = {}
+        for name, fn in (("triton", kernel), ("torch", reference)):
+            fn(p, ins, aux, rt)  # compiles, autotunes
+            times[name] = time_call(lambda fn=fn: fn(p, ins, aux, rt), device)
+        pick = min(times, key=times.get)
+        state["fn"] = kernel if pick == "triton" else reference
+        first.chosen = (f"{pick} ({times['triton'] * 1e3:.3f} ms triton, "
+                        f"{times['torch'] * 1e3:.3f} ms torch)")
+        return state["fn"](p, ins, aux, rt)
+    first.chosen = None
+    first.__name__ = getattr(kernel, "__name__", "measured")
+    return first
+
+
 def _chain_reference(graph: IndexedGraph, members: list[int], ext: list[int],
                      outs: list[int], layout) -> Callable:
     """Run a fused chain's member ops one by one with their torch references."""
@@ -286,6 +333,8 @@ def single_unit(layout, nid: int, device: torch.device, shapes, dtypes,
         if op.kernel is not None:
             fn = guarded(op.kernel, op.forward, f"{op.name} ({node.name})")
             label = f"triton:{getattr(op.kernel, '__name__', op.name)}"
+            if op.hints.measured and config.get().backend == "auto":
+                fn, label = measured(fn, op.forward), f"auto:{label[7:]}|torch"
         elif _fusible(graph, nid, shapes, dtypes):
             return fused_unit(layout, [nid], shapes, dtypes, {}, set())
     elif op.prepare is not None:
@@ -342,10 +391,12 @@ def epilogue_unit(layout, act_nid: int, prod: int) -> Unit:
         return anode.op.forward(anode.params, [mid[0]], [], rt)
     n_reg = pnode.num_regular_inputs()
     ins = layout.ins[prod]
-    return Unit([prod, act_nid], ins[:n_reg], ins[n_reg:], [graph.row_ptr[act_nid]],
-                guarded(kernel_fn, reference, f"{pnode.name}+{anode.name}"), pnode.params,
-                f"triton:{kernel_fn.__name__}", _Pair(f"{pnode.name}+{anode.name}", pnode,
-                                                     anode))
+    fn, label = guarded(kernel_fn, reference, f"{pnode.name}+{anode.name}"), \
+        f"triton:{kernel_fn.__name__}"
+    if pnode.op.hints.measured and config.get().backend == "auto":
+        fn, label = measured(fn, reference), f"auto:{kernel_fn.__name__}|torch"
+    return Unit([prod, act_nid], ins[:n_reg], ins[n_reg:], [graph.row_ptr[act_nid]], fn,
+                pnode.params, label, _Pair(f"{pnode.name}+{anode.name}", pnode, anode))
 
 
 @dataclass

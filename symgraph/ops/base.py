@@ -153,6 +153,9 @@ class PlanHints:
     # (p, act) -> a kernel computing this op with the activation fused into its epilogue,
     # or None where it cannot (GEMM-based ops: bias + activation in one launch)
     epilogue: Callable | None = None
+    # under backend 'auto' on a GPU the first call times the Triton kernel against the torch
+    # reference (cuDNN) on the real inputs and keeps the faster (pure ops: run twice there)
+    measured: bool = False
 
 
 @dataclass(frozen=True)

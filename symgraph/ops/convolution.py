@@ -248,7 +248,7 @@ register(OpDef(
     name="_backward_Convolution", params=PARAMS, inputs=("ograd", "data", "weight"),
     outputs=backward_outputs, hidden=True, infer_shape=backward_shape,
     forward=_backward_forward, kernel=triton_backward_convolution,
-    hints=PlanHints(skips_unused_outputs=True),
+    hints=PlanHints(skips_unused_outputs=True, measured=True),
     doc="Gradients of Convolution with respect to data, weight and (unless no_bias) bias."))
 
 register(OpDef(
@@ -257,6 +257,7 @@ register(OpDef(
     special=Special(infer_inputs_from_outputs=_data_from_output),
     check=lambda p: check_params(p, "Convolution"),
     forward=_forward, gradient=_gradient, kernel=triton_convolution, prepare=_prepare,
+    hints=PlanHints(measured=True),
     cases=(
         Case(((2, 3, 7, 6), (4, 3, 3, 3), (4,)), {"kernel": (3, 3), "num_filter": 4}),
         Case(((2, 3, 7, 6), (4, 3, 3, 2), (4,)),

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 from ..attrs import Param
 from ..base import AttrError, ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, PlanHints, register
 from .convolution import (
     CUDNN_TUNE_CHOICES,
     LAYOUT_CHOICES,
@@ -182,11 +182,13 @@ register(OpDef(
     name="_backward_Deconvolution", params=PARAMS, inputs=("ograd", "data", "weight"),
     outputs=backward_outputs, hidden=True, infer_shape=backward_shape,
     forward=_backward_forward, kernel=triton_backward_deconvolution,
+    hints=PlanHints(measured=True),
     doc="Gradients of Deconvolution with respect to data, weight and (unless no_bias) bias."))
 
 register(OpDef(
     name="Deconvolution", params=PARAMS, inputs=_inputs, infer_shape=_shape, check=_check,
     forward=_forward, gradient=_gradient, kernel=triton_deconvolution,
+    hints=PlanHints(measured=True),
     cases=(
         Case(((2, 3, 4, 3), (3, 2, 3, 3)), {"kernel": (3, 3), "num_filter": 2}),
         Case(((2, 3, 3, 4), (3, 2, 3, 2), (2,)),

@@ -67,3 +67,35 @@ def test_network_matches_torch_backend_with_no_reference_launch(name):
     for aux, arr in tri.aux_dict.items():
         np.testing.assert_allclose(arr.asnumpy(), ref.aux_dict[aux].asnumpy(), rtol=1e-4,
                                    atol=1e-5, err_msg=aux)
+
+
+def test_auto_backend_keeps_the_faster_convolution(monkeypatch):
+    """Issue #22: under backend 'auto' on a GPU (forced here on CPU) a convolution's first
+    call times its Triton kernel against the torch reference (cuDNN there) and keeps the
+    faster for every later call; debug_str shows the choice and the times."""
+    from symgraph import config
+    from symgraph.compiler import lowering
+    monkeypatch.setattr(lowering, "uses_triton", lambda device: True)
+    for kernel_s, winner in ((2e-3, "torch"), (1e-3, "triton")):
+        calls = []
+        times = iter([kernel_s, 1.5e-3])  # the kernel's time, then the reference's
+        monkeypatch.setattr(lowering, "time_call", lambda call, device, reps=3, _t=times,
+                            _c=calls: (call(), _c.append(1), next(_t))[2])
+        data = mx.sym.var("data")
+        net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name="conv")
+        with config.override(backend="auto"):
+            exe = net.simple_bind(mx.cpu(), grad_req="null", data=(2, 3, 6, 5))
+        rng = np.random.RandomState(0)
+        for arr in exe.arg_dict.values():
+            arr[:] = rng.uniform(-1, 1, arr.shape)
+        assert "[" not in exe.debug_str().splitlines()[2]  # not measured before the call
+        first = exe.forward()[0].asnumpy()
+        line = next(s for s in exe.debug_str().splitlines() if s.strip().startswith("conv"))
+        assert "auto:" in line and f"[{winner} (" in line, line
+        np.testing.assert_allclose(exe.forward()[0].asnumpy(), first, rtol=1e-5, atol=1e-5)
+        assert len(calls) == 2  # measured once
+        with config.override(backend="torch"):
+            ref = net.simple_bind(mx.cpu(), grad_req="null", data=(2, 3, 6, 5))
+        ref.copy_params_from({k: v for k, v in exe.arg_dict.items() if k != "data"})
+        np.testing.assert_allclose(ref.forward(data=exe.arg_dict["data"])[0].asnumpy(), first,
+                                   rtol=1e-5, atol=1e-5)
