@@ -29,6 +29,10 @@ class Config:
     backend: str = "auto"  # auto | triton | torch (see docs/architecture.md)
     fusion: bool = True  # fuse elementwise chains in the bound plan
     cuda_graphs: bool = True  # capture bound plans on CUDA as CUDA graphs and replay them
+    # run a recurrent layer's forward on CUDA as one persistent launch over all its steps
+    # (a grid-wide barrier per step) instead of a launch per step; off until measured on a
+    # GPU (docs/gpu.md)
+    rnn_persistent: bool = False
     cache_dir: str = field(default_factory=lambda: os.path.expanduser("~/.cache/symgraph"))
     max_buckets: int = 32  # bound executors a BucketingModule caches (LRU); 0 = no bound
     # under autograd.record(), compose consecutive graph calls (a block and its loss) into one
@@ -65,6 +69,7 @@ def _from_env() -> Config:
         backend=backend,
         fusion=env.get("SYMGRAPH_FUSION", "1") != "0",
         cuda_graphs=env.get("SYMGRAPH_CUDA_GRAPHS", "1") != "0",
+        rnn_persistent=env.get("SYMGRAPH_RNN_PERSISTENT", "0") != "0",
         cache_dir=env.get("SYMGRAPH_CACHE_DIR", Config().cache_dir),
         max_buckets=int(env.get("SYMGRAPH_MAX_BUCKETS", str(Config.max_buckets))),
         defer_recorded=env.get("SYMGRAPH_DEFER_RECORDED", "1") != "0",

@@ -188,92 +188,119 @@ def rnn_layer_bwd_ref(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor,
 # sigmoid/tanh formulas are written out inline (tanh(x) = 2 / (1 + exp(-2x)) - 1).
 
 @kernel
-def _fwd_step_kernel(xw_ptr, h_ptr, c_ptr, w_ptr, b_ptr, h_out, c_out, gates_ptr, hn_ptr,
-                     N, H, MODE: tl.constexpr, ACC: tl.constexpr, PREC: tl.constexpr,
-                     UPCAST: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
-                     BLOCK_K: tl.constexpr):
-    """One step on a BLOCK_N x BLOCK_H tile of h': the tile's G gate columns of
-    ``h @ W_hh^T`` (one accumulator per gate), then the gate math (MODE: lstm, gru, tanh,
-    relu)."""
+def _fwd_kernel(xw_ptr, hs_ptr, cs_ptr, w_ptr, b_ptr, gates_ptr, hn_ptr, sync_ptr,
+                N, H, T, step0, nsteps, MODE: tl.constexpr, REVERSE: tl.constexpr,
+                PERSISTENT: tl.constexpr, ACC: tl.constexpr, PREC: tl.constexpr,
+                UPCAST: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+                BLOCK_K: tl.constexpr):
+    """Steps ``step0 .. step0 + nsteps`` (in processing order; REVERSE walks time back) on
+    a BLOCK_N x BLOCK_H tile of h': the tile's G gate columns of ``h @ W_hh^T`` (one
+    accumulator per gate), then the gate math (MODE: lstm, gru, tanh, relu).
+
+    ``hs`` and ``cs`` hold T + 1 states (the initial one in the slot walked first). Launched
+    per step (nsteps 1), or once for the whole sequence with PERSISTENT: every program then
+    waits at a grid-wide barrier (an acquire/release counter at ``sync_ptr``) after each
+    step, so the whole grid must be resident at once."""
     G: tl.constexpr = 4 if MODE == 0 else (3 if MODE == 1 else 1)
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     rh = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    acc0 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
-    acc1 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
-    acc2 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
-    acc3 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
-    for k0 in range(0, H, BLOCK_K):
-        rk = k0 + tl.arange(0, BLOCK_K)
-        a = tl.load(h_ptr + rn[:, None] * H + rk[None, :],
-                    mask=(rn[:, None] < N) & (rk[None, :] < H), other=0.0)
-        w_ptrs = w_ptr + rh[None, :] * H + rk[:, None]  # W_hh^T tile of gate 0: (K, BLOCK_H)
-        w_mask = (rk[:, None] < H) & (rh[None, :] < H)
-        if UPCAST:  # the interpreter's dot mistreats bf16 operands
-            a = a.to(tl.float32)
-        w = tl.load(w_ptrs, mask=w_mask, other=0.0)
-        if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
-            acc0 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
-        else:
-            acc0 = tl.dot(a, w.to(a.dtype), acc0, input_precision=PREC)
-        if G > 1:
-            w = tl.load(w_ptrs + H * H, mask=w_mask, other=0.0)
-            if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
-                acc1 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
-            else:
-                acc1 = tl.dot(a, w.to(a.dtype), acc1, input_precision=PREC)
-            w = tl.load(w_ptrs + 2 * H * H, mask=w_mask, other=0.0)
-            if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
-                acc2 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
-            else:
-                acc2 = tl.dot(a, w.to(a.dtype), acc2, input_precision=PREC)
-        if G > 3:
-            w = tl.load(w_ptrs + 3 * H * H, mask=w_mask, other=0.0)
-            if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
-                acc3 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
-            else:
-                acc3 = tl.dot(a, w.to(a.dtype), acc3, input_precision=PREC)
     mask = (rn[:, None] < N) & (rh[None, :] < H)
     off = rn[:, None] * H + rh[None, :]  # into (N, H) tensors
     goff = rn[:, None] * (G * H) + rh[None, :]  # into (N, G*H) tensors, gate 0
-    dt = h_out.dtype.element_ty
-    p0 = acc0 + tl.load(xw_ptr + goff, mask=mask, other=0.0).to(ACC) \
-        + tl.load(b_ptr + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
-    if MODE == 0:
-        p1 = acc1 + tl.load(xw_ptr + goff + H, mask=mask, other=0.0).to(ACC) \
-            + tl.load(b_ptr + H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
-        p2 = acc2 + tl.load(xw_ptr + goff + 2 * H, mask=mask, other=0.0).to(ACC) \
-            + tl.load(b_ptr + 2 * H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
-        p3 = acc3 + tl.load(xw_ptr + goff + 3 * H, mask=mask, other=0.0).to(ACC) \
-            + tl.load(b_ptr + 3 * H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
-        i = 1.0 / (1.0 + tl.exp(-p0))
-        f = 1.0 / (1.0 + tl.exp(-p1))
-        g = 2.0 / (1.0 + tl.exp(-2.0 * p2)) - 1.0
-        o = 1.0 / (1.0 + tl.exp(-p3))
-        c = f * tl.load(c_ptr + off, mask=mask, other=0.0).to(ACC) + i * g
-        h = o * (2.0 / (1.0 + tl.exp(-2.0 * c)) - 1.0)
-        tl.store(c_out + off, c.to(dt), mask=mask)
-        tl.store(gates_ptr + goff, i.to(dt), mask=mask)
-        tl.store(gates_ptr + goff + H, f.to(dt), mask=mask)
-        tl.store(gates_ptr + goff + 2 * H, g.to(dt), mask=mask)
-        tl.store(gates_ptr + goff + 3 * H, o.to(dt), mask=mask)
-    elif MODE == 1:
-        p1 = acc1 + tl.load(xw_ptr + goff + H, mask=mask, other=0.0).to(ACC) \
-            + tl.load(b_ptr + H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
-        hn = acc2 + tl.load(b_ptr + 2 * H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
-        r = 1.0 / (1.0 + tl.exp(-p0))
-        z = 1.0 / (1.0 + tl.exp(-p1))
-        n = tl.load(xw_ptr + goff + 2 * H, mask=mask, other=0.0).to(ACC) + r * hn
-        n = 2.0 / (1.0 + tl.exp(-2.0 * n)) - 1.0
-        h = (1.0 - z) * n + z * tl.load(h_ptr + off, mask=mask, other=0.0).to(ACC)
-        tl.store(hn_ptr + off, hn.to(dt), mask=mask)
-        tl.store(gates_ptr + goff, r.to(dt), mask=mask)
-        tl.store(gates_ptr + goff + H, z.to(dt), mask=mask)
-        tl.store(gates_ptr + goff + 2 * H, n.to(dt), mask=mask)
-    elif MODE == 2:
-        h = 2.0 / (1.0 + tl.exp(-2.0 * p0)) - 1.0
-    else:
-        h = tl.maximum(p0, 0.0)
-    tl.store(h_out + off, h.to(dt), mask=mask)
+    w_ptrs0 = w_ptr + rh[None, :] * H  # W_hh^T tile of gate 0, rows k added per block
+    dt = hs_ptr.dtype.element_ty
+    state = tl.program_id(0).to(tl.int64) * 0 + N * H  # elements of one step's state (int64)
+    for s in range(step0, step0 + nsteps):
+        if REVERSE:
+            t = T - 1 - s
+            prev = t + 1
+            cur = t
+        else:
+            t = s
+            prev = t
+            cur = t + 1
+        h_prev = hs_ptr + prev * state
+        acc0 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
+        acc1 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
+        acc2 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
+        acc3 = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
+        for k0 in range(0, H, BLOCK_K):
+            rk = k0 + tl.arange(0, BLOCK_K)
+            a = tl.load(h_prev + rn[:, None] * H + rk[None, :],
+                        mask=(rn[:, None] < N) & (rk[None, :] < H), other=0.0)
+            w_ptrs = w_ptrs0 + rk[:, None]
+            w_mask = (rk[:, None] < H) & (rh[None, :] < H)
+            if UPCAST:  # the interpreter's dot mistreats bf16 operands
+                a = a.to(tl.float32)
+            w = tl.load(w_ptrs, mask=w_mask, other=0.0)
+            if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
+                acc0 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+            else:
+                acc0 = tl.dot(a, w.to(a.dtype), acc0, input_precision=PREC)
+            if G > 1:
+                w = tl.load(w_ptrs + H * H, mask=w_mask, other=0.0)
+                if PREC == "sum":
+                    acc1 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+                else:
+                    acc1 = tl.dot(a, w.to(a.dtype), acc1, input_precision=PREC)
+                w = tl.load(w_ptrs + 2 * H * H, mask=w_mask, other=0.0)
+                if PREC == "sum":
+                    acc2 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+                else:
+                    acc2 = tl.dot(a, w.to(a.dtype), acc2, input_precision=PREC)
+            if G > 3:
+                w = tl.load(w_ptrs + 3 * H * H, mask=w_mask, other=0.0)
+                if PREC == "sum":
+                    acc3 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+                else:
+                    acc3 = tl.dot(a, w.to(a.dtype), acc3, input_precision=PREC)
+        xw_t = xw_ptr + t * (G * state)
+        gates_t = gates_ptr + t * (G * state)
+        p0 = acc0 + tl.load(xw_t + goff, mask=mask, other=0.0).to(ACC) \
+            + tl.load(b_ptr + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+        if MODE == 0:
+            p1 = acc1 + tl.load(xw_t + goff + H, mask=mask, other=0.0).to(ACC) \
+                + tl.load(b_ptr + H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+            p2 = acc2 + tl.load(xw_t + goff + 2 * H, mask=mask, other=0.0).to(ACC) \
+                + tl.load(b_ptr + 2 * H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+            p3 = acc3 + tl.load(xw_t + goff + 3 * H, mask=mask, other=0.0).to(ACC) \
+                + tl.load(b_ptr + 3 * H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+            i = 1.0 / (1.0 + tl.exp(-p0))
+            f = 1.0 / (1.0 + tl.exp(-p1))
+            g = 2.0 / (1.0 + tl.exp(-2.0 * p2)) - 1.0
+            o = 1.0 / (1.0 + tl.exp(-p3))
+            c = f * tl.load(cs_ptr + prev * state + off, mask=mask, other=0.0).to(ACC) + i * g
+            h = o * (2.0 / (1.0 + tl.exp(-2.0 * c)) - 1.0)
+            tl.store(cs_ptr + cur * state + off, c.to(dt), mask=mask)
+            tl.store(gates_t + goff, i.to(dt), mask=mask)
+            tl.store(gates_t + goff + H, f.to(dt), mask=mask)
+            tl.store(gates_t + goff + 2 * H, g.to(dt), mask=mask)
+            tl.store(gates_t + goff + 3 * H, o.to(dt), mask=mask)
+        elif MODE == 1:
+            p1 = acc1 + tl.load(xw_t + goff + H, mask=mask, other=0.0).to(ACC) \
+                + tl.load(b_ptr + H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+            hn = acc2 + tl.load(b_ptr + 2 * H + rh, mask=rh < H, other=0.0).to(ACC)[None, :]
+            r = 1.0 / (1.0 + tl.exp(-p0))
+            z = 1.0 / (1.0 + tl.exp(-p1))
+            n = tl.load(xw_t + goff + 2 * H, mask=mask, other=0.0).to(ACC) + r * hn
+            n = 2.0 / (1.0 + tl.exp(-2.0 * n)) - 1.0
+            h = (1.0 - z) * n + z * tl.load(h_prev + off, mask=mask, other=0.0).to(ACC)
+            tl.store(hn_ptr + t * state + off, hn.to(dt), mask=mask)
+            tl.store(gates_t + goff, r.to(dt), mask=mask)
+            tl.store(gates_t + goff + H, z.to(dt), mask=mask)
+            tl.store(gates_t + goff + 2 * H, n.to(dt), mask=mask)
+        elif MODE == 2:
+            h = 2.0 / (1.0 + tl.exp(-2.0 * p0)) - 1.0
+        else:
+            h = tl.maximum(p0, 0.0)
+        tl.store(hs_ptr + cur * state + off, h.to(dt), mask=mask)
+        if PERSISTENT:  # every tile of h' written before any program reads it
+            tl.debug_barrier()
+            target = (s - step0 + 1) * tl.num_programs(0) * tl.num_programs(1)
+            seen = tl.atomic_add(sync_ptr, 1, sem="release", scope="gpu") + 1
+            while seen < target:
+                seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
+            tl.debug_barrier()
 
 
 @kernel
@@ -407,30 +434,49 @@ def rnn_layer_fwd(mode: str, xw: torch.Tensor, h0: torch.Tensor, c0, w_hh: torch
     ``xw`` (T, N, G*H) is the input projection of every step, ``h0``/``c0`` (N, H) the
     initial states (``c0`` None unless lstm), ``w_hh`` (G*H, H), ``b_hh`` (G*H,). ``y`` is
     (T, N, H), ``cT`` None unless lstm; ``saved`` is what :func:`rnn_layer_bwd` needs
-    (``y``, ``hT`` and ``cT`` are views into it). One fused GEMM+gate launch per step.
+    (``y``, ``hT`` and ``cT`` are views into it). One fused GEMM+gate launch per step, or
+    one persistent launch for all of them (:func:`persistent`).
     """
     g, steps, n, h = _check(mode, xw, h0, c0, w_hh, b_hh)
     xw, w_hh, b_hh = xw.contiguous(), w_hh.contiguous(), b_hh.contiguous()
+    first = steps if reverse else 0  # the slot of the initial state, walked first
     hs = xw.new_empty((steps + 1, n, h))
-    hs[steps if reverse else 0].copy_(h0)
+    hs[first].copy_(h0)
     gates = xw.new_empty((steps, n, g * h)) if mode in ("lstm", "gru") else None
-    cs = xw.new_empty((steps, n, h)) if mode == "lstm" else None
+    cs_all = cs = None
+    if mode == "lstm":
+        cs_all = xw.new_empty((steps + 1, n, h))
+        cs_all[first].copy_(c0)
+        cs = cs_all[:steps] if reverse else cs_all[1:]
     hn = xw.new_empty((steps, n, h)) if mode == "gru" else None
     meta = _meta(xw, n, h)
     grid = (cdiv(n, meta["BLOCK_N"]), cdiv(h, meta["BLOCK_H"]))
-    c_prev = c0.contiguous() if mode == "lstm" else None
-    if n * h:
-        for t, prev, cur in _order(steps, reverse):
-            _fwd_step_kernel[grid](
-                xw[t], hs[prev], hs[prev] if c_prev is None else c_prev, w_hh, b_hh, hs[cur],
-                hs[cur] if cs is None else cs[t], hs[cur] if gates is None else gates[t],
-                hs[cur] if hn is None else hn[t], n, h, MODE=_MODE_ID[mode], **meta)
-            c_prev = None if cs is None else cs[t]
+    if n * h and steps:
+        args = (xw, hs, hs if cs_all is None else cs_all, w_hh, b_hh,
+                hs if gates is None else gates, hs if hn is None else hn)
+        flags = {"MODE": _MODE_ID[mode], "REVERSE": reverse, **meta}
+        if persistent(xw, grid):
+            sync = torch.zeros(1, dtype=torch.int32, device=xw.device)
+            _fwd_kernel[grid](*args, sync, n, h, steps, 0, steps, PERSISTENT=True, **flags)
+        else:
+            for s in range(steps):
+                _fwd_kernel[grid](*args, hs, n, h, steps, s, 1, PERSISTENT=False, **flags)
     saved = (hs, gates, cs) if mode == "lstm" else ((hs, gates, hn) if mode == "gru" else (hs,))
     y, h_t, c_t = _outputs(mode, hs, cs, reverse)
     if mode == "lstm" and steps == 0:
         c_t = c0.clone()
     return y, h_t, c_t, saved
+
+
+def persistent(x: torch.Tensor, grid: tuple) -> bool:
+    """Whether a layer runs as one persistent launch: on CUDA with ``config.rnn_persistent``,
+    when every program of the grid fits on the GPU at once (the barrier needs them all
+    resident; one program per multiprocessor at most)."""
+    from .. import config
+    if on_cpu(x) or not config.get().rnn_persistent:
+        return False
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    return grid[0] * grid[1] <= sms
 
 
 def rnn_layer_bwd(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor, h0: torch.Tensor,

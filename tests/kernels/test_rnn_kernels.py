@@ -192,8 +192,12 @@ def test_cuda_tile_configs_compile_for_sm90(mode, dtype):
     meta = rnn._meta(xw, n, h, cuda=True)  # num_warps included: the GPU's configuration
     hs, gates = saved[0], saved[1] if len(saved) > 1 else saved[0]
     cs = saved[2] if len(saved) > 2 else saved[0]
-    fwd = (xw[0], hs[0], cs[0], w, b, hs[1], cs[0], gates[0], cs[0], n, h)
-    runtime.aot_compile(rnn._fwd_step_kernel.fn, fwd, {"MODE": rnn._MODE_ID[mode], **meta}, 90)
+    sync = torch.zeros(1, dtype=torch.int32)
+    for persistent in (False, True):  # a launch per step, and one for the whole sequence
+        fwd = (xw, hs, hs, w, b, gates, hs, sync, n, h, steps, 0, 1)
+        runtime.aot_compile(rnn._fwd_kernel.fn, fwd, {"MODE": rnn._MODE_ID[mode],
+                                                       "REVERSE": False,
+                                                       "PERSISTENT": persistent, **meta}, 90)
     bwd = (hs[1], xw[1], hs[1], w, hs[1], hs[1], hs[1], hs[1], gates[0], cs[0], cs[0], cs[0],
            xw[0], hs[1], n, h, xw.shape[2])
     flags = {"HAS_NEXT": True, "HAS_CARRY": True, "HAS_DC": True}
@@ -208,3 +212,59 @@ def test_backward_names_a_misshapen_state_gradient():
     dy, dh, _ = _grads("lstm", (3, 2, 5), torch.float32, "both")
     with pytest.raises(ValueError, match=r"dcT must be of shape \(2, 5\), got \(5, 2\)"):
         rnn_layer_bwd("lstm", dy, dh, dh.t(), *args, y, saved)
+
+
+@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION")
+def test_persistent_forward_compiles_with_an_acquire_release_barrier():
+    """Issue #22: the persistent forward (one launch for all steps) compiles for sm_90 with
+    its grid-wide barrier: a release add after each step's stores, acquire loads while
+    waiting, and block barriers around it; the per-step form has none of them."""
+    steps, n, h = 3, 32, 200
+    xw, h0, c0, w, b = _operands("lstm", (steps, n, h))
+    _, _, _, saved = rnn_layer_fwd_ref("lstm", xw, h0, c0, w, b)
+    hs, gates, cs = saved
+    meta = rnn._meta(xw, n, h, cuda=True)
+    sync = torch.zeros(1, dtype=torch.int32)
+    ptx = {}
+    for persistent in (False, True):
+        name = rnn._fwd_kernel.__name__
+        runtime._compile_check["ptx"].pop(name, None)
+        runtime.aot_compile(rnn._fwd_kernel.fn, (xw, hs, hs, w, b, gates, hs, sync, n, h,
+                                                 steps, 0, steps),
+                            {"MODE": 0, "REVERSE": True, "PERSISTENT": persistent, **meta}, 90)
+        ptx[persistent] = runtime.compiled_ptx(name)[-1]
+    lines = ptx[True].splitlines()
+    assert any("atom." in x and ".gpu.release" in x for x in lines)  # the arrival
+    assert any(".gpu.acquire" in x for x in lines)  # the wait (an acquire load of the count)
+    assert "bar.sync" in ptx[True]
+    assert not [x for x in ptx[False].splitlines() if "atom." in x or ".acquire" in x]
+
+
+@pytest.mark.parametrize("reverse", (False, True))
+@pytest.mark.parametrize("mode", ("lstm", "gru", "rnn_tanh"))
+def test_one_launch_walks_every_step(mode, reverse):
+    """The persistent form's step loop, interpreted: one program covering the whole state
+    walks all T steps in one launch (no barrier needed with one program) and gives the
+    reference's states, cells and gates."""
+    steps, n, h = 3, 5, 7
+    xw, h0, c0, w, b = _operands(mode, (steps, n, h))
+    y, h_t, c_t, saved = rnn_layer_fwd_ref(mode, xw, h0, c0, w, b, reverse)
+    g = xw.shape[2] // h
+    first = steps if reverse else 0
+    hs = torch.full((steps + 1, n, h), float("nan"))
+    hs[first] = h0
+    cs = torch.full((steps + 1, n, h), float("nan"))
+    if c0 is not None:
+        cs[first] = c0
+    gates = torch.full((steps, n, g * h), float("nan"))
+    hn = torch.full((steps, n, h), float("nan"))
+    meta = rnn._meta(xw, n, h)
+    assert meta["BLOCK_N"] >= n and meta["BLOCK_H"] >= h
+    rnn._fwd_kernel[(1, 1)](xw, hs, cs, w, b, gates, hn, hs, n, h, steps, 0, steps,
+                            MODE=rnn._MODE_ID[mode], REVERSE=reverse, PERSISTENT=False, **meta)
+    torch.testing.assert_close(hs, saved[0], rtol=1e-5, atol=1e-6)
+    if mode == "lstm":
+        torch.testing.assert_close(cs[:steps] if reverse else cs[1:], saved[2], rtol=1e-5,
+                                   atol=1e-6)
+    if mode in ("lstm", "gru"):
+        torch.testing.assert_close(gates, saved[1], rtol=1e-5, atol=1e-6)
