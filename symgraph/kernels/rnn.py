@@ -28,7 +28,9 @@ Kernels. Forward, one launch per step: each program owns a tile of batch rows x 
 columns and computes that tile's G gate pre-activations ``h @ W_hh^T`` (a G-accumulator
 GEMM over H with fp32 accumulation), then applies the gate math in the epilogue and writes
 ``h'``, ``c'`` and the activations the backward needs (the recurrent GEMM and the pointwise
-step fused). Backward, one launch per step: the tile's ``dh`` = ``dy[t]`` + the previous
+step fused). The same kernel also runs the whole sequence in one persistent launch
+(``config.rnn_persistent``, CUDA): after each step every program arrives at a grid-wide
+counter (release) and waits for all (acquire), and the weights stay in L2 across steps. Backward, one launch per step: the tile's ``dh`` = ``dy[t]`` + the previous
 (later-in-time) step's ``d(hw) @ W_hh`` computed in the same program (GEMM over G*H), then the
 gate-gradient math; one more launch gives ``dh0``. ``dW_hh`` is one GEMM over all T*N rows
 (``symgraph.kernels.gemm.matmul``) and ``db_hh`` one column reduction (``symgraph.kernels.reduce``).
