@@ -30,7 +30,8 @@ GEMM over H with fp32 accumulation), then applies the gate math in the epilogue 
 ``h'``, ``c'`` and the activations the backward needs (the recurrent GEMM and the pointwise
 step fused). The same kernel also runs the whole sequence in one persistent launch
 (``config.rnn_persistent``, CUDA): after each step every program arrives at a grid-wide
-counter (release) and waits for all (acquire), and the weights stay in L2 across steps. Backward, one launch per step: the tile's ``dh`` = ``dy[t]`` + the previous
+counter (release) and waits for all (acquire), and the weights stay in L2 across steps.
+Backward, one launch per step: the tile's ``dh`` = ``dy[t]`` + the previous
 (later-in-time) step's ``d(hw) @ W_hh`` computed in the same program (GEMM over G*H), then the
 gate-gradient math; one more launch gives ``dh0``. ``dW_hh`` is one GEMM over all T*N rows
 (``symgraph.kernels.gemm.matmul``) and ``db_hh`` one column reduction (``symgraph.kernels.reduce``).

@@ -323,7 +323,8 @@ class _Accumulating(EvalMetric):
     def _add(self, value, count) -> None:
         if isinstance(value, torch.Tensor) or isinstance(count, torch.Tensor):
             pending = self.__dict__.get("_pending")
-            value = value.double() if isinstance(value, torch.Tensor) else float(value)
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                value = value.double()  # integer counts stay integers
             self.__dict__["_pending"] = (value, count) if pending is None else (
                 pending[0] + value, pending[1] + count)
             return

@@ -46,7 +46,7 @@ class Accuracy(_Accumulating):
     def update(self, labels, preds) -> None:
         labels, preds = check_label_shapes(labels, preds, True)
         for label, pred_label in zip(labels, preds):
-            if _on_accelerator(pred_label):  # count where the outputs are; copy one number
+            if _on_accelerator(pred_label):  # counted on the device, read when read
                 self._add(*_accuracy_counts_torch(pred_label, label, self.axis))
                 continue
             pred_label, label = _host_view(pred_label), _host_view(label)
@@ -58,8 +58,9 @@ class Accuracy(_Accumulating):
             self._add(numpy.count_nonzero(pred_label == label), len(pred_label))
 
 
-def _accuracy_counts_torch(pred, label, axis: int) -> tuple[int, int]:
-    """Accuracy's ``(correct, total)`` computed by torch on ``pred``'s device.
+def _accuracy_counts_torch(pred, label, axis: int) -> tuple[torch.Tensor, int]:
+    """Accuracy's ``(correct, total)`` computed by torch on ``pred``'s device, ``correct``
+    left there (a device scalar: no sync per batch).
 
     Same steps as the numpy path (argmax when the shapes differ, truncation to int32).
     """
@@ -73,7 +74,7 @@ def _accuracy_counts_torch(pred, label, axis: int) -> tuple[int, int]:
     pred = pred.to(torch.int32).reshape(-1)
     label = label.to(torch.int32).reshape(-1)
     check_label_shapes(label, pred)
-    return int((pred == label).sum().item()), pred.numel()
+    return (pred == label).sum(), pred.numel()
 
 
 @register
