@@ -31,7 +31,8 @@ GEMM over H with fp32 accumulation), then applies the gate math in the epilogue 
 step fused). The same kernel also runs the whole sequence in one persistent launch
 (``config.rnn_persistent``, CUDA): after each step every program arrives at a grid-wide
 counter (release) and waits for all (acquire), and the weights stay in L2 across steps.
-Backward, one launch per step: the tile's ``dh`` = ``dy[t]`` + the previous
+Backward, one launch per step (or, persistent, one for all but the first and dh0's):
+the tile's ``dh`` = ``dy[t]`` + the previous
 (later-in-time) step's ``d(hw) @ W_hh`` computed in the same program (GEMM over G*H), then the
 gate-gradient math; one more launch gives ``dh0``. ``dW_hh`` is one GEMM over all T*N rows
 (``symgraph.kernels.gemm.matmul``) and ``db_hh`` one column reduction (``symgraph.kernels.reduce``).
@@ -307,91 +308,129 @@ def _fwd_kernel(xw_ptr, hs_ptr, cs_ptr, w_ptr, b_ptr, gates_ptr, hn_ptr, sync_pt
 
 
 @kernel
-def _bwd_step_kernel(dy_ptr, dnext_ptr, dnext_n_ptr, w_ptr, carry_in, carry_out, dc_in, dc_out,
-                     gates_ptr, s_ptr, sprev_ptr, hn_ptr, dxw_ptr, dhn_ptr, N, H, KA,
-                     MODE: tl.constexpr, HAS_NEXT: tl.constexpr, HAS_CARRY: tl.constexpr,
-                     HAS_DC: tl.constexpr, FINAL: tl.constexpr, ACC: tl.constexpr,
-                     PREC: tl.constexpr, UPCAST: tl.constexpr, BLOCK_N: tl.constexpr,
-                     BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
-    """One backward step on a BLOCK_N x BLOCK_H tile of dh: ``dh = dy + carry + d(hw)_next @
-    W_hh`` (the later step's gate gradients, K = G*H; gru's n part from its own buffer),
-    then the gate gradients into dxw. ``s``/``sprev``: lstm c_t/c_prev, gru h_prev, rnn h_t.
-    FINAL: only ``dh`` (= dh0) is written, to ``dxw_ptr``."""
+def _bwd_kernel(dy_ptr, dxw_ptr, dhn_ptr, w_ptr, carry_in, carry_out, dc_in, dc_out,
+                gates_ptr, s_ptr, hn_ptr, hs_ptr, sync_ptr, dh0_ptr, N, H, KA, T, k_hi, k_lo,
+                MODE: tl.constexpr, REVERSE: tl.constexpr, HAS_NEXT: tl.constexpr,
+                HAS_CARRY: tl.constexpr, HAS_DC: tl.constexpr, FINAL: tl.constexpr,
+                PERSISTENT: tl.constexpr, ACC: tl.constexpr, PREC: tl.constexpr,
+                UPCAST: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+                BLOCK_K: tl.constexpr):
+    """Backward steps ``k_hi`` down to ``k_lo`` (k: the step's place in the forward's
+    processing order) on a BLOCK_N x BLOCK_H tile of dh: ``dh = dy + carry + d(hw)_next @
+    W_hh`` (the later step's gate gradients in ``dxw``, K = G*H; gru's n part in ``dhn``),
+    then the gate gradients into ``dxw[t]``. ``s_ptr``: lstm's cells (T, N, H), others' ``hs``
+    (T + 1 states); ``hs_ptr``: the states, for gru's h_prev. The carries (gru's dh * z,
+    lstm's dc) are tile-local. FINAL: ``dh`` after step 0 (= dh0) only, to ``dh0_ptr``.
+    PERSISTENT: one launch for all the steps, a grid-wide barrier after each (the next step
+    reads every tile's d(hw))."""
     G: tl.constexpr = 4 if MODE == 0 else (3 if MODE == 1 else 1)
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     rh = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     mask = (rn[:, None] < N) & (rh[None, :] < H)
     off = rn[:, None] * H + rh[None, :]
-    dh = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
-    if HAS_NEXT:
-        for k0 in range(0, KA, BLOCK_K):  # KA = G*H (2*H for gru: r, z parts)
-            rk = k0 + tl.arange(0, BLOCK_K)
-            a = tl.load(dnext_ptr + rn[:, None] * (G * H) + rk[None, :],
-                        mask=(rn[:, None] < N) & (rk[None, :] < KA), other=0.0)
-            w = tl.load(w_ptr + rk[:, None] * H + rh[None, :],
-                        mask=(rk[:, None] < KA) & (rh[None, :] < H), other=0.0)
-            if UPCAST:
-                a = a.to(tl.float32)
-            if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
-                dh += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
-            else:
-                dh = tl.dot(a, w.to(a.dtype), dh, input_precision=PREC)
-        if MODE == 1:
-            for k0 in range(0, H, BLOCK_K):  # the n part: d(hw_n) @ W_hn
+    goff = rn[:, None] * (G * H) + rh[None, :]
+    dt = dxw_ptr.dtype.element_ty
+    state = tl.program_id(0).to(tl.int64) * 0 + N * H  # elements of one step's state (int64)
+    for j in range(0, k_hi - k_lo + 1):
+        k = k_hi - j
+        if REVERSE:  # t: the input step; prev/cur: slots of h_prev/h_t in hs
+            t = T - 1 - k
+            prev = t + 1
+            cur = t
+            nxt = t - 1  # the step processed after this one in the forward
+            t_before = t + 1  # the one processed before it (lstm's c_prev)
+        else:
+            t = k
+            prev = t
+            cur = t + 1
+            nxt = t + 1
+            t_before = t - 1
+        if FINAL:
+            nxt = t  # dh0: the gradients of step 0 (k_hi = k_lo = 0)
+        dh = tl.full((BLOCK_N, BLOCK_H), 0.0, ACC)
+        if HAS_NEXT:
+            dnext = dxw_ptr + nxt * (G * state)
+            for k0 in range(0, KA, BLOCK_K):  # KA = G*H (2*H for gru: r, z parts)
                 rk = k0 + tl.arange(0, BLOCK_K)
-                a = tl.load(dnext_n_ptr + rn[:, None] * H + rk[None, :],
-                            mask=(rn[:, None] < N) & (rk[None, :] < H), other=0.0)
-                w = tl.load(w_ptr + (2 * H + rk[:, None]) * H + rh[None, :],
-                            mask=(rk[:, None] < H) & (rh[None, :] < H), other=0.0)
+                a = tl.load(dnext + rn[:, None] * (G * H) + rk[None, :],
+                            mask=(rn[:, None] < N) & (rk[None, :] < KA), other=0.0)
+                w = tl.load(w_ptr + rk[:, None] * H + rh[None, :],
+                            mask=(rk[:, None] < KA) & (rh[None, :] < H), other=0.0)
                 if UPCAST:
                     a = a.to(tl.float32)
                 if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
                     dh += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
                 else:
                     dh = tl.dot(a, w.to(a.dtype), dh, input_precision=PREC)
-    if HAS_CARRY:
-        dh += tl.load(carry_in + off, mask=mask, other=0.0).to(ACC)
-    dt = dxw_ptr.dtype.element_ty
-    if FINAL:
-        tl.store(dxw_ptr + off, dh.to(dt), mask=mask)
-    else:
-        dh += tl.load(dy_ptr + off, mask=mask, other=0.0).to(ACC)
-        goff = rn[:, None] * (G * H) + rh[None, :]
-        if MODE == 0:
-            i = tl.load(gates_ptr + goff, mask=mask, other=0.0).to(ACC)
-            f = tl.load(gates_ptr + goff + H, mask=mask, other=0.0).to(ACC)
-            g = tl.load(gates_ptr + goff + 2 * H, mask=mask, other=0.0).to(ACC)
-            o = tl.load(gates_ptr + goff + 3 * H, mask=mask, other=0.0).to(ACC)
-            tc = 2.0 / (1.0 + tl.exp(-2.0 * tl.load(s_ptr + off, mask=mask, other=0.0)
-                                     .to(ACC))) - 1.0
-            dc = dh * o * (1.0 - tc * tc)
-            if HAS_DC:
-                dc += tl.load(dc_in + off, mask=mask, other=0.0).to(ACC)
-            c_prev = tl.load(sprev_ptr + off, mask=mask, other=0.0).to(ACC)
-            tl.store(dxw_ptr + goff, (dc * g * i * (1.0 - i)).to(dt), mask=mask)
-            tl.store(dxw_ptr + goff + H, (dc * c_prev * f * (1.0 - f)).to(dt), mask=mask)
-            tl.store(dxw_ptr + goff + 2 * H, (dc * i * (1.0 - g * g)).to(dt), mask=mask)
-            tl.store(dxw_ptr + goff + 3 * H, (dh * tc * o * (1.0 - o)).to(dt), mask=mask)
-            tl.store(dc_out + off, (dc * f).to(dt), mask=mask)
-        elif MODE == 1:
-            r = tl.load(gates_ptr + goff, mask=mask, other=0.0).to(ACC)
-            z = tl.load(gates_ptr + goff + H, mask=mask, other=0.0).to(ACC)
-            n = tl.load(gates_ptr + goff + 2 * H, mask=mask, other=0.0).to(ACC)
-            h_prev = tl.load(sprev_ptr + off, mask=mask, other=0.0).to(ACC)
-            hn = tl.load(hn_ptr + off, mask=mask, other=0.0).to(ACC)
-            dn = dh * (1.0 - z) * (1.0 - n * n)
-            tl.store(dxw_ptr + goff, (dn * hn * r * (1.0 - r)).to(dt), mask=mask)
-            tl.store(dxw_ptr + goff + H, (dh * (h_prev - n) * z * (1.0 - z)).to(dt), mask=mask)
-            tl.store(dxw_ptr + goff + 2 * H, dn.to(dt), mask=mask)
-            tl.store(dhn_ptr + off, (dn * r).to(dt), mask=mask)
-            tl.store(carry_out + off, (dh * z).to(dt), mask=mask)
+            if MODE == 1:
+                dnext_n = dhn_ptr + nxt * state
+                for k0 in range(0, H, BLOCK_K):  # the n part: d(hw_n) @ W_hn
+                    rk = k0 + tl.arange(0, BLOCK_K)
+                    a = tl.load(dnext_n + rn[:, None] * H + rk[None, :],
+                                mask=(rn[:, None] < N) & (rk[None, :] < H), other=0.0)
+                    w = tl.load(w_ptr + (2 * H + rk[:, None]) * H + rh[None, :],
+                                mask=(rk[:, None] < H) & (rh[None, :] < H), other=0.0)
+                    if UPCAST:
+                        a = a.to(tl.float32)
+                    if PREC == "sum":
+                        dh += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
+                    else:
+                        dh = tl.dot(a, w.to(a.dtype), dh, input_precision=PREC)
+        if HAS_CARRY:
+            dh += tl.load(carry_in + off, mask=mask, other=0.0).to(ACC)
+        if FINAL:
+            tl.store(dh0_ptr + off, dh.to(dt), mask=mask)
         else:
-            h = tl.load(s_ptr + off, mask=mask, other=0.0).to(ACC)
-            if MODE == 2:
-                dpre = dh * (1.0 - h * h)
+            dh += tl.load(dy_ptr + t * state + off, mask=mask, other=0.0).to(ACC)
+            gates_t = gates_ptr + t * (G * state)
+            dxw_t = dxw_ptr + t * (G * state)
+            if MODE == 0:
+                i = tl.load(gates_t + goff, mask=mask, other=0.0).to(ACC)
+                f = tl.load(gates_t + goff + H, mask=mask, other=0.0).to(ACC)
+                g = tl.load(gates_t + goff + 2 * H, mask=mask, other=0.0).to(ACC)
+                o = tl.load(gates_t + goff + 3 * H, mask=mask, other=0.0).to(ACC)
+                tc = 2.0 / (1.0 + tl.exp(-2.0 * tl.load(s_ptr + t * state + off, mask=mask,
+                                                         other=0.0).to(ACC))) - 1.0
+                dc = dh * o * (1.0 - tc * tc)
+                if HAS_DC:
+                    dc += tl.load(dc_in + off, mask=mask, other=0.0).to(ACC)
+                if k == 0:  # c_prev of the first step processed: c0 (in hs_ptr here)
+                    c_prev = tl.load(hs_ptr + off, mask=mask, other=0.0).to(ACC)
+                else:
+                    c_prev = tl.load(s_ptr + t_before * state + off, mask=mask,
+                                     other=0.0).to(ACC)
+                tl.store(dxw_t + goff, (dc * g * i * (1.0 - i)).to(dt), mask=mask)
+                tl.store(dxw_t + goff + H, (dc * c_prev * f * (1.0 - f)).to(dt), mask=mask)
+                tl.store(dxw_t + goff + 2 * H, (dc * i * (1.0 - g * g)).to(dt), mask=mask)
+                tl.store(dxw_t + goff + 3 * H, (dh * tc * o * (1.0 - o)).to(dt), mask=mask)
+                tl.store(dc_out + off, (dc * f).to(dt), mask=mask)
+            elif MODE == 1:
+                r = tl.load(gates_t + goff, mask=mask, other=0.0).to(ACC)
+                z = tl.load(gates_t + goff + H, mask=mask, other=0.0).to(ACC)
+                n = tl.load(gates_t + goff + 2 * H, mask=mask, other=0.0).to(ACC)
+                h_prev = tl.load(hs_ptr + prev * state + off, mask=mask, other=0.0).to(ACC)
+                hn = tl.load(hn_ptr + t * state + off, mask=mask, other=0.0).to(ACC)
+                dn = dh * (1.0 - z) * (1.0 - n * n)
+                tl.store(dxw_t + goff, (dn * hn * r * (1.0 - r)).to(dt), mask=mask)
+                tl.store(dxw_t + goff + H, (dh * (h_prev - n) * z * (1.0 - z)).to(dt),
+                         mask=mask)
+                tl.store(dxw_t + goff + 2 * H, dn.to(dt), mask=mask)
+                tl.store(dhn_ptr + t * state + off, (dn * r).to(dt), mask=mask)
+                tl.store(carry_out + off, (dh * z).to(dt), mask=mask)
             else:
-                dpre = tl.where(h > 0.0, dh, 0.0)
-            tl.store(dxw_ptr + goff, dpre.to(dt), mask=mask)
+                h = tl.load(s_ptr + cur * state + off, mask=mask, other=0.0).to(ACC)
+                if MODE == 2:
+                    dpre = dh * (1.0 - h * h)
+                else:
+                    dpre = tl.where(h > 0.0, dh, 0.0)
+                tl.store(dxw_t + goff, dpre.to(dt), mask=mask)
+        if PERSISTENT:  # every tile of d(hw)[t] written before the next step reads them
+            tl.debug_barrier()
+            target = (j + 1) * tl.num_programs(0) * tl.num_programs(1)
+            seen = tl.atomic_add(sync_ptr, 1, sem="release", scope="gpu") + 1
+            while seen < target:
+                seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
+            tl.debug_barrier()
 
 
 # ---------------------------------------------------------------- launch wrappers
@@ -514,34 +553,36 @@ def rnn_layer_bwd(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor, h0:
 
 
 def _bwd_steps(mode: str, grads: tuple, state: tuple, outs: tuple, reverse: bool) -> None:
-    """Launch the backward step kernels, last processed step first, then dh0's."""
+    """Launch the backward: the last processed step first (it starts from dhT/dcT), then
+    the others (one launch each, or one persistent launch), then dh0's."""
     (dy, dh_t, dc_t), (w_hh, c0, saved), (dxw, dhn, dh0, dc0) = grads, state, outs
     steps, n, h = dy.shape
     meta = _meta(dxw, n, h)
     grid = (cdiv(n, meta["BLOCK_N"]), cdiv(h, meta["BLOCK_H"]))
     carry = dhn.new_empty((n, h)) if mode == "gru" else None  # gru: dh * z sent to h_prev
     ka = 2 * h if mode == "gru" else dxw.shape[2]
-    order = _order(steps, reverse)
-    nxt = None  # the step processed after this one in the forward (its grads come first)
-    for k in reversed(range(steps)):
-        t, prev, cur = order[k]
-        c_in, d_in = (dh_t, dc_t) if nxt is None else (carry, dc0)
-        if mode == "lstm":
-            s, sprev = saved[2][t], (c0 if k == 0 else saved[2][order[k - 1][0]])
-        else:
-            s, sprev = saved[0][cur], saved[0][prev]
-        ptrs = (dy[t], _at(dxw, nxt), _at(dhn, nxt), w_hh, c_in, carry, d_in, dc0,
-                saved[1][t] if mode in ("lstm", "gru") else None, s, sprev,
-                saved[2][t] if mode == "gru" else None, dxw[t], _at(dhn, t))
-        _bwd_step_kernel[grid](*_or(ptrs, dy[t]), n, h, ka, MODE=_MODE_ID[mode],
-                               HAS_NEXT=nxt is not None, HAS_CARRY=c_in is not None,
-                               HAS_DC=d_in is not None, FINAL=False, **meta)
-        nxt = t
-    c_in = dh_t if nxt is None else carry
-    ptrs = (None, _at(dxw, nxt), _at(dhn, nxt), w_hh, c_in) + (None,) * 7 + (dh0, None)
-    _bwd_step_kernel[grid](*_or(ptrs, dh0), n, h, ka, MODE=_MODE_ID[mode],
-                           HAS_NEXT=nxt is not None, HAS_CARRY=c_in is not None,
-                           HAS_DC=False, FINAL=True, **meta)
+    hs = saved[0]
+    fixed = (dy, dxw, dhn, w_hh, None, carry, None, dc0,
+             saved[1] if mode in ("lstm", "gru") else None,
+             saved[2] if mode == "lstm" else hs, saved[2] if mode == "gru" else None,
+             c0 if mode == "lstm" else hs)  # lstm: c0 (step 0's c_prev); others: the states
+
+    def launch(k_hi: int, k_lo: int, c_in, d_in, has_next: bool, final: bool = False,
+               sync=None) -> None:
+        ptrs = fixed[:4] + (c_in,) + fixed[5:6] + (d_in,) + fixed[7:] + (sync, dh0)
+        _bwd_kernel[grid](*_or(ptrs, dh0), n, h, ka, steps, k_hi, k_lo,
+                          MODE=_MODE_ID[mode], REVERSE=reverse, HAS_NEXT=has_next,
+                          HAS_CARRY=c_in is not None, HAS_DC=d_in is not None, FINAL=final,
+                          PERSISTENT=sync is not None, **meta)
+    if steps:
+        launch(steps - 1, steps - 1, dh_t, dc_t, False)
+    if steps > 1 and persistent(dy, grid):
+        launch(steps - 2, 0, carry, dc0, True, sync=torch.zeros(1, dtype=torch.int32,
+                                                                 device=dy.device))
+    else:
+        for k in reversed(range(steps - 1)):
+            launch(k, k, carry, dc0, True)
+    launch(0, 0, carry if steps else dh_t, None, steps > 0, final=True)
 
 
 def _at(x, t):

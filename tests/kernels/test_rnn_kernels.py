@@ -198,12 +198,14 @@ def test_cuda_tile_configs_compile_for_sm90(mode, dtype):
         runtime.aot_compile(rnn._fwd_kernel.fn, fwd, {"MODE": rnn._MODE_ID[mode],
                                                        "REVERSE": False,
                                                        "PERSISTENT": persistent, **meta}, 90)
-    bwd = (hs[1], xw[1], hs[1], w, hs[1], hs[1], hs[1], hs[1], gates[0], cs[0], cs[0], cs[0],
-           xw[0], hs[1], n, h, xw.shape[2])
-    flags = {"HAS_NEXT": True, "HAS_CARRY": True, "HAS_DC": True}
-    for final in (False, True):
-        runtime.aot_compile(rnn._bwd_step_kernel.fn, bwd,
-                            {"MODE": rnn._MODE_ID[mode], **flags, "FINAL": final, **meta}, 90)
+    dy, dxw = hs[1:], torch.zeros_like(xw)
+    bwd = (dy, dxw, hs, w, hs[0], hs[0], hs[0], hs[0], gates, cs, cs, hs, sync, hs[0], n, h,
+           xw.shape[2], steps, 1, 0)
+    flags = {"HAS_NEXT": True, "HAS_CARRY": True, "HAS_DC": True, "REVERSE": False}
+    for final, persistent in ((False, False), (True, False), (False, True)):
+        runtime.aot_compile(rnn._bwd_kernel.fn, bwd,
+                            {"MODE": rnn._MODE_ID[mode], **flags, "FINAL": final,
+                             "PERSISTENT": persistent, **meta}, 90)
 
 
 def test_backward_names_a_misshapen_state_gradient():
@@ -215,10 +217,11 @@ def test_backward_names_a_misshapen_state_gradient():
 
 
 @pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION")
-def test_persistent_forward_compiles_with_an_acquire_release_barrier():
-    """Issue #22: the persistent forward (one launch for all steps) compiles for sm_90 with
-    its grid-wide barrier: a release add after each step's stores, acquire loads while
-    waiting, and block barriers around it; the per-step form has none of them."""
+def test_persistent_kernels_compile_with_an_acquire_release_barrier():
+    """Issue #22: the persistent forward and backward (one launch for all steps) compile
+    for sm_90 with their grid-wide barrier: a release add after each step's stores,
+    acquire loads while waiting, and block barriers around it; the per-step form has none
+    of them."""
     steps, n, h = 3, 32, 200
     xw, h0, c0, w, b = _operands("lstm", (steps, n, h))
     _, _, _, saved = rnn_layer_fwd_ref("lstm", xw, h0, c0, w, b)
@@ -233,10 +236,18 @@ def test_persistent_forward_compiles_with_an_acquire_release_barrier():
                                                  steps, 0, steps),
                             {"MODE": 0, "REVERSE": True, "PERSISTENT": persistent, **meta}, 90)
         ptx[persistent] = runtime.compiled_ptx(name)[-1]
-    lines = ptx[True].splitlines()
-    assert any("atom." in x and ".gpu.release" in x for x in lines)  # the arrival
-    assert any(".gpu.acquire" in x for x in lines)  # the wait (an acquire load of the count)
-    assert "bar.sync" in ptx[True]
+    dy, dxw = hs[1:], torch.zeros_like(xw)
+    bwd = (dy, dxw, hs, w, hs[0], hs[0], hs[0], hs[0], gates, cs, cs, hs, sync, hs[0], n, h,
+           xw.shape[2], steps, steps - 2, 0)
+    runtime.aot_compile(rnn._bwd_kernel.fn, bwd, {
+        "MODE": 0, "REVERSE": True, "HAS_NEXT": True, "HAS_CARRY": False, "HAS_DC": True,
+        "FINAL": False, "PERSISTENT": True, **meta}, 90)
+    ptx["backward"] = runtime.compiled_ptx(rnn._bwd_kernel.__name__)[-1]
+    for kind in (True, "backward"):
+        lines = ptx[kind].splitlines()
+        assert any("atom." in x and ".gpu.release" in x for x in lines)  # the arrival
+        assert any(".gpu.acquire" in x for x in lines)  # the wait: acquire loads of the count
+        assert "bar.sync" in ptx[kind]
     assert not [x for x in ptx[False].splitlines() if "atom." in x or ".acquire" in x]
 
 
@@ -268,3 +279,25 @@ def test_one_launch_walks_every_step(mode, reverse):
                                    atol=1e-6)
     if mode in ("lstm", "gru"):
         torch.testing.assert_close(gates, saved[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reverse", (False, True))
+@pytest.mark.parametrize("mode", ("lstm", "gru", "rnn_relu"))
+def test_persistent_launches_match_the_reference(mode, reverse, monkeypatch):
+    """The persistent forward and backward (one launch over the steps, the grid-wide
+    barrier included), interpreted with a one-program grid, where the barrier cannot wait
+    on a program that has not run: states, gradients and dh0/dc0 equal the reference."""
+    monkeypatch.setattr(rnn, "persistent", lambda x, grid: True)
+    steps, n, h = 4, 5, 7
+    args = _operands(mode, (steps, n, h))
+    assert rnn._meta(args[0], n, h)["BLOCK_N"] >= n  # one program
+    y, h_t, c_t, saved = rnn_layer_fwd(mode, *args, reverse)
+    want = rnn_layer_fwd_ref(mode, *args, reverse)
+    torch.testing.assert_close(y, want[0], rtol=1e-5, atol=1e-6)
+    dy, dh, dc = _grads(mode, (steps, n, h), torch.float32, "both")
+    got = rnn_layer_bwd(mode, dy, dh, dc if mode == "lstm" else None, *args, y, saved, reverse)
+    ref = rnn.rnn_layer_bwd_ref(mode, dy, dh, dc if mode == "lstm" else None, *args, y, saved,
+                                reverse)
+    for g, r in zip(got, ref):
+        if r is not None:
+            torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)
