@@ -1,11 +1,12 @@
-"""Row reductions over the last axis of a ``(outer, n, inner)`` view, and shared row helpers.
+"""Reductions over one axis of a ``(outer, n, inner)`` view, and shared row helpers.
 
 Every kernel here and in ``softmax.py``/``norm.py`` sees its input as ``(outer, n, inner)``
 (contiguous): a *row* is one ``(o, i)`` pair, its ``n`` elements lie ``inner`` apart starting
 at ``o * n * inner + i``. Reducing one axis of a contiguous tensor therefore needs no copy;
 reducing several axes that are not adjacent moves them last first (one copy). Rows longer
 than a block are handled by looping over blocks; accumulation is fp32 (fp64 for fp64
-data). One program per row.
+data). One program per row; where ``inner`` is wide (axis 0 of a matrix) the column kernel
+reads tiles of adjacent rows instead, and splits the reduced axis across programs.
 
 Reductions (``r`` the row)::
 
@@ -136,10 +137,106 @@ def reduce(x: torch.Tensor, axes: tuple[int, ...], op: str = "sum", keepdims: bo
     y = check_out(out, _reduced(tuple(x.shape), axes, keepdims), x.dtype, x.device)
     perm, outer, n, inner = _plan(tuple(x.shape), tuple(axes))
     x = x.permute(perm).contiguous() if perm else x.contiguous()
+    if inner >= COLUMN_MIN_INNER:
+        _reduce_columns(x, y, outer, n, inner, op)
+        return y
     block = row_block(n, x.device)
     _reduce_rows_kernel[(outer * inner,)](x, y, n, inner, OP=op, ACC=acc_type(x.dtype),
                                           BLOCK=block, **launch_opts(block, x.device))
     return y
+
+
+# ---------------------------------------------------------------- column reductions
+# A reduced axis with a contiguous inner part (axis 0 of a matrix, say) is read a tile of
+# BLOCK_R rows x BLOCK_C adjacent columns at a time, so each load is coalesced; where that
+# leaves too few programs to fill the GPU the reduced axis is split, each part writes a
+# partial result, and a second launch of the same kernel reduces the parts.
+
+COLUMN_MIN_INNER = 16  # inner extents from which the column kernel is used
+_PARTIAL = {"sum": "sum", "mean": "sum", "max": "max", "min": "min", "prod": "prod"}
+
+
+@kernel
+def _reduce_cols_kernel(x_ptr, y_ptr, N, INNER, CHUNK, scale, OP: tl.constexpr,
+                        ACC: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """``y[split, o, c] = op over rows [split * CHUNK, (split + 1) * CHUNK) of x[o, :, c]``
+    (times ``scale``) for a BLOCK_C run of columns c; program (o * column blocks + block,
+    split)."""
+    col_blocks = (INNER + BLOCK_C - 1) // BLOCK_C
+    o = tl.program_id(0).to(tl.int64) // col_blocks
+    cols = (tl.program_id(0) % col_blocks) * BLOCK_C + tl.arange(0, BLOCK_C)
+    split = tl.program_id(1).to(tl.int64)
+    if OP == "max":
+        ident = float("-inf")
+    elif OP == "min":
+        ident = float("inf")
+    elif OP == "prod":
+        ident = 1.0
+    else:
+        ident = 0.0
+    acc = tl.full((BLOCK_R, BLOCK_C), ident, ACC)
+    base = x_ptr + o * N * INNER
+    stop = tl.minimum((split + 1) * CHUNK, N)
+    for start in range(split * CHUNK, stop, BLOCK_R):
+        rows = start + tl.arange(0, BLOCK_R)
+        ok = (rows[:, None] < stop) & (cols[None, :] < INNER)
+        x = tl.load(base + rows[:, None] * INNER + cols[None, :], mask=ok,
+                    other=ident).to(ACC)
+        if OP == "max":
+            acc = tl.maximum(acc, x)
+        elif OP == "min":
+            acc = tl.minimum(acc, x)
+        elif OP == "prod":
+            acc = acc * x
+        else:
+            acc += x
+    if OP == "max":
+        col = tl.reduce(acc, 0, MAX)
+    elif OP == "min":
+        col = tl.reduce(acc, 0, MIN)
+    elif OP == "prod":
+        col = tl.reduce(acc, 0, PROD)
+    else:
+        col = tl.reduce(acc, 0, SUM)
+    out = y_ptr + (split * tl.num_programs(0) // col_blocks + o) * INNER + cols
+    tl.store(out, (col * scale).to(y_ptr.dtype.element_ty), mask=cols < INNER)
+
+
+def _column_splits(programs: int, n: int, device: torch.device) -> int:
+    """Parts of the reduced axis: enough programs to fill a GPU (~4 per SM), each part at
+    least 256 rows; under the interpreter parts of 8 rows, so tests exercise the split."""
+    if device.type != "cuda":
+        return max(1, min(n // 8, 4))
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return max(1, min(-(-4 * sms // max(programs, 1)), n // 256))
+
+
+def _reduce_columns(x: torch.Tensor, y: torch.Tensor, outer: int, n: int, inner: int,
+                    op: str) -> None:
+    """``op`` over the middle axis of ``x`` viewed as (outer, n, inner), into ``y``."""
+    cuda = x.device.type == "cuda"
+    block_c = min(block_for(inner, cap=64 if cuda else 16, floor=16), 64)
+    block_r = 32 if cuda else 8
+    programs = outer * -(-inner // block_c)
+    splits = _column_splits(programs, n, x.device)
+    chunk = -(-n // splits)
+    splits = -(-n // chunk)
+    acc = acc_type(x.dtype)
+    opts = {"num_warps": 4} if cuda else {}
+    final = 1.0 / n if op == "mean" else 1.0
+    if splits == 1:
+        _reduce_cols_kernel[(programs, 1)](x, y, n, inner, chunk, final, OP=_PARTIAL[op],
+                                           ACC=acc, BLOCK_R=block_r, BLOCK_C=block_c, **opts)
+        return
+    parts = torch.empty((splits, outer, inner), device=x.device,
+                        dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
+    _reduce_cols_kernel[(programs, splits)](x, parts, n, inner, chunk, 1.0, OP=_PARTIAL[op],
+                                            ACC=acc, BLOCK_R=block_r, BLOCK_C=block_c, **opts)
+    # the parts reduced as (1, splits, outer * inner): one more launch of the same kernel
+    total = outer * inner
+    _reduce_cols_kernel[(-(-total // block_c), 1)](parts, y, splits, total, splits, final,
+                                                   OP=_PARTIAL[op], ACC=acc, BLOCK_R=block_r,
+                                                   BLOCK_C=block_c, **opts)
 
 
 def reduce_ref(x, axes, op="sum", keepdims=False):
@@ -380,6 +477,12 @@ KERNELS = [
     *(_spec(f"reduce_{op}_split_axes", reduce, reduce_ref, _make((0, 2), op),
             ((3, 4, 5), (5, 2, 7)), dtypes=(torch.float32,),
             bench=((64, 4096, 64), (256, 256, 256))) for op in OPS),
+    # axis 0 (and a middle axis) with a contiguous inner part: the column kernel, split
+    *(_spec(f"reduce_{op}_columns", reduce, reduce_ref, _make((0,), op), ((40, 37), (9, 16)),
+            dtypes=_ALL if op in ("sum", "max") else (torch.float32,),
+            bench=((16384, 1024), (32768, 512), (4096, 4096))) for op in OPS),
+    _spec("reduce_mean_middle_columns", reduce, reduce_ref, _make((1,), "mean"),
+          ((3, 50, 20),), dtypes=(torch.float32,), bench=((64, 4096, 256),)),
     _spec("argmax_last", arg_reduce, arg_reduce_ref, _make(None, axis=-1),
           ((3, 37), (5, 129))),
     _spec("argmin_axis0_keepdims", arg_reduce, arg_reduce_ref,
