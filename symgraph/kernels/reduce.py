@@ -288,11 +288,97 @@ def arg_reduce(x: torch.Tensor, axis: int | None = None, largest: bool = True,
         shape = _reduced(tuple(x.shape), (axis,), keepdims)
         outer, n, inner = row_layout(tuple(x.shape), axis)
     y = check_out(out, shape, x.dtype, x.device)
+    if inner >= COLUMN_MIN_INNER:
+        _arg_reduce_columns(x, y, outer, n, inner, largest)
+        return y
     block = row_block(n, x.device)
     _arg_reduce_rows_kernel[(outer * inner,)](x, y, n, inner, LARGEST=largest,
                                               ACC=acc_type(x.dtype), BLOCK=block,
                                               **launch_opts(block, x.device))
     return y
+
+
+@kernel
+def _arg_cols_kernel(x_ptr, v_ptr, i_ptr, y_ptr, N, INNER, CHUNK, LARGEST: tl.constexpr,
+                     PARTS: tl.constexpr, ACC: tl.constexpr, BLOCK_R: tl.constexpr,
+                     BLOCK_C: tl.constexpr):
+    """First index of the max (min) over rows [split * CHUNK, (split + 1) * CHUNK) for a
+    BLOCK_C run of columns: into ``y`` (as its dtype) or, with PARTS, the part's value and
+    index into ``v``/``i`` (program (o * column blocks + block, split))."""
+    col_blocks = (INNER + BLOCK_C - 1) // BLOCK_C
+    o = tl.program_id(0).to(tl.int64) // col_blocks
+    cols = (tl.program_id(0) % col_blocks) * BLOCK_C + tl.arange(0, BLOCK_C)
+    split = tl.program_id(1).to(tl.int64)
+    ident = float("-inf") if LARGEST else float("inf")
+    best = tl.full((BLOCK_C,), ident, ACC)
+    best_i = tl.full((BLOCK_C,), 0, tl.int64)
+    stop = tl.minimum((split + 1) * CHUNK, N)
+    lane = tl.arange(0, BLOCK_R)[:, None] + tl.arange(0, BLOCK_C)[None, :] * 0
+    for start in range(split * CHUNK, stop, BLOCK_R):
+        ok = (start + lane < stop) & (cols[None, :] < INNER)
+        x = tl.load(x_ptr + o * N * INNER + (start + lane) * INNER + cols[None, :], mask=ok,
+                    other=ident).to(ACC)
+        if LARGEST:
+            v, i = tl.reduce((x, lane), 0, ARGMAX)
+            better = v > best
+        else:
+            v, i = tl.reduce((x, lane), 0, ARGMIN)
+            better = v < best
+        best_i = tl.where(better, start + i.to(tl.int64), best_i)
+        best = tl.where(better, v, best)
+    at = (split * (tl.num_programs(0) // col_blocks) + o) * INNER + cols
+    if PARTS:
+        tl.store(v_ptr + at, best, mask=cols < INNER)
+        tl.store(i_ptr + at, best_i, mask=cols < INNER)
+    else:  # through fp32: the interpreter casts int64 straight to bf16 bitwise
+        tl.store(y_ptr + at, best_i.to(tl.float32).to(y_ptr.dtype.element_ty),
+                 mask=cols < INNER)
+
+
+@kernel
+def _arg_parts_kernel(v_ptr, i_ptr, y_ptr, SPLITS, M, LARGEST: tl.constexpr,
+                      ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """The best of the parts' (value, index) for each of M outputs (the earliest part
+    wins a tie: its indices are smaller)."""
+    at = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ident = float("-inf") if LARGEST else float("inf")
+    best = tl.full((BLOCK,), ident, ACC)
+    best_i = tl.full((BLOCK,), 0, tl.int64)
+    for part in range(0, SPLITS):
+        v = tl.load(v_ptr + part * M + at, mask=at < M, other=ident)
+        i = tl.load(i_ptr + part * M + at, mask=at < M, other=0)
+        better = (v > best) if LARGEST else (v < best)
+        best_i = tl.where(better, i, best_i)
+        best = tl.where(better, v, best)
+    tl.store(y_ptr + at, best_i.to(tl.float32).to(y_ptr.dtype.element_ty), mask=at < M)
+
+
+def _arg_reduce_columns(x: torch.Tensor, y: torch.Tensor, outer: int, n: int, inner: int,
+                        largest: bool) -> None:
+    """arg max/min over the middle axis of ``x`` viewed as (outer, n, inner), into ``y``."""
+    cuda = x.device.type == "cuda"
+    block_c, block_r = (64, 32) if cuda else (16, 8)
+    programs = outer * -(-inner // block_c)
+    splits = _column_splits(programs, n, x.device)
+    chunk = -(-n // splits)
+    splits = -(-n // chunk)
+    acc = acc_type(x.dtype)
+    opts = {"num_warps": 4} if cuda else {}
+    if splits == 1:
+        _arg_cols_kernel[(programs, 1)](x, y, y, y, n, inner, chunk, LARGEST=largest,
+                                        PARTS=False, ACC=acc, BLOCK_R=block_r,
+                                        BLOCK_C=block_c, **opts)
+        return
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    values = torch.empty((splits, outer * inner), device=x.device, dtype=dtype)
+    index = torch.empty((splits, outer * inner), device=x.device, dtype=torch.int64)
+    _arg_cols_kernel[(programs, splits)](x, values, index, y, n, inner, chunk, LARGEST=largest,
+                                         PARTS=True, ACC=acc, BLOCK_R=block_r,
+                                         BLOCK_C=block_c, **opts)
+    block = 256 if cuda else 32
+    _arg_parts_kernel[(-(-(outer * inner) // block),)](values, index, y, splits, outer * inner,
+                                                       LARGEST=largest, ACC=acc, BLOCK=block,
+                                                       **opts)
 
 
 def arg_reduce_ref(x, axis=None, largest=True, keepdims=False):
@@ -488,6 +574,10 @@ KERNELS = [
     _spec("argmin_axis0_keepdims", arg_reduce, arg_reduce_ref,
           _make(None, axis=0, largest=False, keepdims=True), ((37, 3), (7, 13, 3)),
           dtypes=(torch.float32,)),
+    _spec("argmin_columns", arg_reduce, arg_reduce_ref, _make(None, axis=0, largest=False),
+          ((40, 37), (9, 16)), bench=((16384, 1024), (32768, 512))),
+    _spec("argmax_middle_columns", arg_reduce, arg_reduce_ref, _make(None, axis=1),
+          ((3, 50, 20),), dtypes=(torch.float32,)),
     _spec("cumsum_last", cumsum, cumsum_ref, _make(None, axis=-1), ((3, 37), (5, 129))),
     KernelSpec(name="histogram_uniform", fn=histogram, ref=histogram_ref,
                make=_make_histogram(True), shapes=((37,), (5, 129)), bench_shapes=((1 << 24,),),
