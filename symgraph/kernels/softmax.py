@@ -41,39 +41,68 @@ import math
 import torch
 import triton.language as tl
 
-from .reduce import MAX, SUM, acc_type, check_out, launch_opts, row_block, row_layout
-from .runtime import cdiv, kernel
+from .reduce import (
+    COLUMN_MIN_INNER,
+    MAX,
+    SUM,
+    acc_type,
+    check_out,
+    launch_opts,
+    row_block,
+    row_layout,
+)
+from .runtime import block_for, cdiv, kernel
 from .table import KernelSpec, tensor_bytes
 
 
 @kernel
 def _softmax_fwd_kernel(x_ptr, y_ptr, len_ptr, N, INNER, temp, LOG: tl.constexpr,
-                        HAS_LEN: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    base = (row // INNER) * N * INNER + row % INNER
-    n = N
+                        HAS_LEN: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr,
+                        COLS: tl.constexpr):
+    """Softmax over the middle axis of (outer, N, INNER) for COLS adjacent rows (o, i) at
+    once: BLOCK x COLS tiles, so that with a wide INNER (axis 0 of a matrix) each load is
+    coalesced; COLS = 1 for the last axis."""
+    col_blocks = (INNER + COLS - 1) // COLS
+    pid = tl.program_id(0).to(tl.int64)
+    cols = (pid % col_blocks) * COLS + tl.arange(0, COLS)
+    row = (pid // col_blocks) * INNER + cols  # the (o, i) rows of this program
+    base = (pid // col_blocks) * N * INNER + cols
+    live = cols < INNER
+    n = tl.full((COLS,), 0, tl.int64) + N
     if HAS_LEN:
-        n = tl.minimum(tl.load(len_ptr + row).to(tl.int64), N)
-    m = tl.full((), float("-inf"), ACC)
-    s = tl.full((), 0.0, ACC)
+        n = tl.minimum(tl.load(len_ptr + row, mask=live, other=0).to(tl.int64), N)
+    m = tl.full((COLS,), float("-inf"), ACC)
+    s = tl.full((COLS,), 0.0, ACC)
     for start in range(0, N, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + base + cols * INNER, mask=cols < N, other=0.0).to(ACC)
-        z = tl.where(cols < n, x / temp, float("-inf"))
+        k = start + tl.arange(0, BLOCK)
+        ok = (k[:, None] < N) & live[None, :]
+        x = tl.load(x_ptr + base[None, :] + k[:, None] * INNER, mask=ok, other=0.0).to(ACC)
+        z = tl.where(k[:, None] < n[None, :], x / temp, float("-inf"))
         m_new = tl.maximum(m, tl.reduce(z, 0, MAX))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        s = s * tl.exp(m - m_safe) + tl.reduce(tl.exp(z - m_safe), 0, SUM)
+        s = s * tl.exp(m - m_safe) + tl.reduce(tl.exp(z - m_safe[None, :]), 0, SUM)
         m = m_new
     for start in range(0, N, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + base + cols * INNER, mask=cols < N, other=0.0).to(ACC)
+        k = start + tl.arange(0, BLOCK)
+        ok = (k[:, None] < N) & live[None, :]
+        x = tl.load(x_ptr + base[None, :] + k[:, None] * INNER, mask=ok, other=0.0).to(ACC)
         z = x / temp
         if LOG:
-            y = z - m - tl.log(s)
+            y = z - m[None, :] - tl.log(s)[None, :]
         else:
-            y = tl.exp(z - m) / s
-        y = tl.where(cols < n, y, 0.0)
-        tl.store(y_ptr + base + cols * INNER, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+            y = tl.exp(z - m[None, :]) / s[None, :]
+        y = tl.where(k[:, None] < n[None, :], y, 0.0)
+        tl.store(y_ptr + base[None, :] + k[:, None] * INNER, y.to(y_ptr.dtype.element_ty),
+                 mask=ok)
+
+
+def _tiles(n: int, inner: int, device: torch.device) -> tuple[int, int]:
+    """(BLOCK, COLS) of the softmax kernels: COLS adjacent rows per program where the
+    reduced axis has a wide inner part (coalesced tiles), else one row and a long block."""
+    if inner < COLUMN_MIN_INNER:
+        return row_block(n, device), 1
+    cols = 64 if device.type == "cuda" else 16
+    return (32 if device.type == "cuda" else 8), min(cols, block_for(inner, cap=cols, floor=16))
 
 
 def softmax_fwd(x: torch.Tensor, axis: int = -1, temperature: float | None = None,
@@ -91,12 +120,12 @@ def softmax_fwd(x: torch.Tensor, axis: int = -1, temperature: float | None = Non
         if length.numel() != outer * inner:
             raise ValueError(f"length has {length.numel()} entries for {outer * inner} rows "
                              f"of data of shape {tuple(x.shape)} along axis {axis}")
-    block = row_block(n, x.device)
-    _softmax_fwd_kernel[(outer * inner,)](
+    block, cols = _tiles(n, inner, x.device)
+    _softmax_fwd_kernel[(outer * cdiv(inner, cols),)](
         x, y, length if length is not None else x, n, inner,
         1.0 if temperature is None else float(temperature), LOG=log,
-        HAS_LEN=length is not None, ACC=acc_type(x.dtype, dtype), BLOCK=block,
-        **launch_opts(block, x.device))
+        HAS_LEN=length is not None, ACC=acc_type(x.dtype, dtype), BLOCK=block, COLS=cols,
+        **launch_opts(block * cols, x.device))
     return y
 
 
@@ -117,27 +146,33 @@ def softmax_fwd_ref(x, axis=-1, temperature=None, length=None, log=False, dtype=
 
 @kernel
 def _softmax_bwd_kernel(dy_ptr, y_ptr, dx_ptr, N, INNER, temp, LOG: tl.constexpr,
-                        ACC: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    base = (row // INNER) * N * INNER + row % INNER
-    acc = tl.full((), 0.0, ACC)
+                        ACC: tl.constexpr, BLOCK: tl.constexpr, COLS: tl.constexpr):
+    """The (log-)softmax data gradient for COLS adjacent rows, tiled as the forward."""
+    col_blocks = (INNER + COLS - 1) // COLS
+    pid = tl.program_id(0).to(tl.int64)
+    cols = (pid % col_blocks) * COLS + tl.arange(0, COLS)
+    base = (pid // col_blocks) * N * INNER + cols
+    live = cols < INNER
+    acc = tl.full((COLS,), 0.0, ACC)
     for start in range(0, N, BLOCK):
-        offs = base + (start + tl.arange(0, BLOCK)) * INNER
-        mask = start + tl.arange(0, BLOCK) < N
+        k = start + tl.arange(0, BLOCK)
+        offs = base[None, :] + k[:, None] * INNER
+        mask = (k[:, None] < N) & live[None, :]
         dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
         if LOG:
             acc += tl.reduce(dy, 0, SUM)
         else:
             acc += tl.reduce(dy * tl.load(y_ptr + offs, mask=mask, other=0.0).to(ACC), 0, SUM)
     for start in range(0, N, BLOCK):
-        offs = base + (start + tl.arange(0, BLOCK)) * INNER
-        mask = start + tl.arange(0, BLOCK) < N
+        k = start + tl.arange(0, BLOCK)
+        offs = base[None, :] + k[:, None] * INNER
+        mask = (k[:, None] < N) & live[None, :]
         dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
         y = tl.load(y_ptr + offs, mask=mask, other=0.0).to(ACC)
         if LOG:
-            dx = dy - tl.exp(y) * acc
+            dx = dy - tl.exp(y) * acc[None, :]
         else:
-            dx = y * (dy - acc)
+            dx = y * (dy - acc[None, :])
         tl.store(dx_ptr + offs, (dx / temp).to(dx_ptr.dtype.element_ty), mask=mask)
 
 
@@ -154,10 +189,11 @@ def softmax_bwd(dy: torch.Tensor, y: torch.Tensor, axis: int = -1,
     if y.numel() == 0:
         return dx
     outer, n, inner = row_layout(tuple(y.shape), axis)
-    block = row_block(n, y.device)
-    _softmax_bwd_kernel[(outer * inner,)](
+    block, cols = _tiles(n, inner, y.device)
+    _softmax_bwd_kernel[(outer * cdiv(inner, cols),)](
         dy, y, dx, n, inner, 1.0 if temperature is None else float(temperature), LOG=log,
-        ACC=acc_type(dy.dtype, y.dtype, dtype), BLOCK=block, **launch_opts(block, y.device))
+        ACC=acc_type(dy.dtype, y.dtype, dtype), BLOCK=block, COLS=cols,
+        **launch_opts(block * cols, y.device))
     return dx
 
 
@@ -437,7 +473,15 @@ KERNELS = [
     _spec("softmax_bwd", softmax_bwd, softmax_bwd_ref, _make_softmax_bwd(temperature=0.5),
           ((3, 37), (5, 129)), _io3),
     _spec("log_softmax_bwd_axis0", softmax_bwd, softmax_bwd_ref,
-          _make_softmax_bwd(axis=0, log=True), ((37, 3), (7, 13, 3)), _io3),
+          _make_softmax_bwd(axis=0, log=True), ((37, 3), (7, 13, 3), (40, 37)), _io3),
+    # a wide inner part: the column tiles (COLS adjacent rows per program)
+    _spec("softmax_fwd_columns", softmax_fwd, softmax_fwd_ref, _make_softmax(axis=0),
+          ((40, 37), (9, 16)), _io),
+    _spec("softmax_fwd_middle_columns_length", softmax_fwd, softmax_fwd_ref,
+          _make_softmax(axis=1, with_length=True), ((3, 11, 20),), _io,
+          dtypes=(torch.float32,)),
+    _spec("softmax_bwd_columns", softmax_bwd, softmax_bwd_ref,
+          _make_softmax_bwd(axis=0, temperature=0.5), ((40, 37),), _io3),
     _spec("softmax_output_bwd", softmax_output_bwd, softmax_output_bwd_ref,
           _make_so(grad_scale=0.5, normalization="batch", smooth_alpha=0.1),
           ((5, 37), (3, 129)), _io_so),
