@@ -5,8 +5,9 @@ Every kernel here and in ``softmax.py``/``norm.py`` sees its input as ``(outer, 
 at ``o * n * inner + i``. Reducing one axis of a contiguous tensor therefore needs no copy;
 reducing several axes that are not adjacent moves them last first (one copy). Rows longer
 than a block are handled by looping over blocks; accumulation is fp32 (fp64 for fp64
-data). One program per row; where ``inner`` is wide (axis 0 of a matrix) the column kernel
-reads tiles of adjacent rows instead, and splits the reduced axis across programs.
+data). One program per row (a few long rows are split into parts reduced by a second
+launch); where ``inner`` is wide (axis 0 of a matrix) the column kernel reads tiles of
+adjacent rows instead, and splits the reduced axis across programs.
 
 Reductions (``r`` the row)::
 
@@ -79,9 +80,12 @@ OPS = ("sum", "mean", "max", "min", "prod")
 
 
 @kernel
-def _reduce_rows_kernel(x_ptr, y_ptr, N, INNER, OP: tl.constexpr, ACC: tl.constexpr,
-                        BLOCK: tl.constexpr):
+def _reduce_rows_kernel(x_ptr, y_ptr, N, INNER, CHUNK, scale, OP: tl.constexpr,
+                        ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """``op`` of elements [split * CHUNK, (split + 1) * CHUNK) of each row (program (row,
+    split)) times ``scale``, into ``y[row * splits + split]``."""
     row = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1).to(tl.int64)
     base = (row // INNER) * N * INNER + row % INNER
     if OP == "max":
         ident = float("-inf")
@@ -93,9 +97,10 @@ def _reduce_rows_kernel(x_ptr, y_ptr, N, INNER, OP: tl.constexpr, ACC: tl.conste
         ident = 0.0
     acc = tl.full((), ident, ACC)
     vec = tl.full((BLOCK,), 1.0, ACC)  # prod: elementwise running product, reduced once
-    for start in range(0, N, BLOCK):
+    stop = tl.minimum((split + 1) * CHUNK, N)
+    for start in range(split * CHUNK, stop, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + base + cols * INNER, mask=cols < N, other=ident).to(ACC)
+        x = tl.load(x_ptr + base + cols * INNER, mask=cols < stop, other=ident).to(ACC)
         if OP == "max":
             acc = tl.maximum(acc, tl.reduce(x, 0, MAX))
         elif OP == "min":
@@ -106,9 +111,7 @@ def _reduce_rows_kernel(x_ptr, y_ptr, N, INNER, OP: tl.constexpr, ACC: tl.conste
             acc += tl.reduce(x, 0, SUM)
     if OP == "prod":
         acc = tl.reduce(vec, 0, PROD)
-    if OP == "mean":
-        acc = acc / N
-    tl.store(y_ptr + row, acc.to(y_ptr.dtype.element_ty))
+    tl.store(y_ptr + row * tl.num_programs(1) + split, (acc * scale).to(y_ptr.dtype.element_ty))
 
 
 def _plan(shape: tuple, axes: tuple[int, ...]):
@@ -139,11 +142,41 @@ def reduce(x: torch.Tensor, axes: tuple[int, ...], op: str = "sum", keepdims: bo
     x = x.permute(perm).contiguous() if perm else x.contiguous()
     if inner >= COLUMN_MIN_INNER:
         _reduce_columns(x, y, outer, n, inner, op)
-        return y
-    block = row_block(n, x.device)
-    _reduce_rows_kernel[(outer * inner,)](x, y, n, inner, OP=op, ACC=acc_type(x.dtype),
-                                          BLOCK=block, **launch_opts(block, x.device))
+    else:
+        _reduce_rows(x, y, outer * inner, n, inner, op)
     return y
+
+
+def _row_splits(rows: int, n: int, device: torch.device) -> int:
+    """Parts of each row: few long rows (a (4, 1M) sum) are split across programs, so the
+    launch fills a GPU (~4 programs per SM, parts of 16K elements at least); under the
+    interpreter rows of more than 64 are cut in two, so tests exercise the split."""
+    if device.type != "cuda":
+        return 2 if n > 64 else 1
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return max(1, min(-(-4 * sms // max(rows, 1)), n // 16384))
+
+
+def _reduce_rows(x: torch.Tensor, y: torch.Tensor, rows: int, n: int, inner: int,
+                 op: str) -> None:
+    """``op`` over each of ``rows`` rows of ``n`` (``inner`` apart), into ``y``; long rows
+    in parts, reduced by a second launch of the same kernel."""
+    splits = _row_splits(rows, n, x.device)
+    chunk = -(-n // splits)
+    splits = -(-n // chunk)
+    final = 1.0 / n if op == "mean" else 1.0
+    acc, block = acc_type(x.dtype), row_block(min(n, chunk), x.device)
+    if splits == 1:
+        _reduce_rows_kernel[(rows, 1)](x, y, n, inner, n, final, OP=_PARTIAL[op], ACC=acc,
+                                       BLOCK=block, **launch_opts(block, x.device))
+        return
+    parts = torch.empty((rows, splits), device=x.device,
+                        dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
+    _reduce_rows_kernel[(rows, splits)](x, parts, n, inner, chunk, 1.0, OP=_PARTIAL[op],
+                                        ACC=acc, BLOCK=block, **launch_opts(block, x.device))
+    small = row_block(splits, x.device)
+    _reduce_rows_kernel[(rows, 1)](parts, y, splits, 1, splits, final, OP=_PARTIAL[op],
+                                   ACC=acc, BLOCK=small, **launch_opts(small, x.device))
 
 
 # ---------------------------------------------------------------- column reductions
