@@ -450,8 +450,9 @@ class Executor:
         ``show_passes`` first prints what every compiler pass made of this bind
         (``compiler.plan.PASSES``, run again on the same inputs).
         """
-        text = _debug_str(self, show_source)
-        return _pass_trace(self) + "\n" + text if show_passes else text
+        from .executor_debug import debug_str, pass_trace
+        text = debug_str(self, show_source)
+        return pass_trace(self) + "\n" + text if show_passes else text
 
 
 # ---------------------------------------------------------------- binding
@@ -766,46 +767,3 @@ def _own_outputs(exe: Executor) -> list[NDArray]:
             out._t = out._t.clone(memory_format=torch.contiguous_format)
         exe._fixed_outputs = True
     return exe.outputs
-
-
-def _format_steps(title: str, steps, plan: Plan, show_source: bool) -> list[str]:
-    launches = sum(1 for s in steps if not plan.impl[s[-1].name].startswith("view:"))
-    lines = [f"{title} ({launches} kernel launches):"]
-    for fn, *_, outs, _frees, node in steps:
-        shape = plan.shapes[outs[0]]
-        chosen = getattr(fn, "chosen", None)  # a measured choice (backend 'auto')
-        lines.append(f"  {node.name:<32} {plan.impl[node.name]:<32} -> "
-                     f"{'x'.join(map(str, shape))} {plan.dtypes[outs[0]]}"
-                     + (f"  [{chosen}]" if chosen else ""))
-        if show_source and hasattr(node, "source"):
-            lines.append(f"    expression: {node.expression}")
-            lines += ["    | " + line for line in node.source.rstrip().splitlines()]
-    return lines
-
-
-def _pass_trace(exe: Executor) -> str:
-    """Each compiler pass's result for this executor's bind, in pipeline order."""
-    arrays = {**exe._arg_dict, **exe._aux_dict}
-    lines: list[str] = []
-
-    def trace(name: str, stage) -> None:
-        text = str(stage)
-        lines.append(f"pass {name}:" + ("\n" + text if "\n" in text else " " + text))
-    build_plan(exe._symbol._outputs, {n: a.shape for n, a in arrays.items()},
-               {n: dtype_name(a.dtype) for n, a in arrays.items()},
-               [n for n, g in exe._grad_dict.items() if g is not None], exe._ctx.torch_device,
-               trace=trace)
-    return "\n".join(lines)
-
-
-def _debug_str(exe: Executor, show_source: bool = False) -> str:
-    plan = exe._plan
-    mem = plan.memory
-    lines = [f"Symbol outputs: {exe._output_names}"]
-    lines += _format_steps("Forward", plan.forward_train, plan, show_source)
-    lines += _format_steps("Backward", plan.backward, plan, show_source)
-    lines.append(f"Total planned memory: {mem.planned_bytes / 2**20:.3f} MB in "
-                 f"{len(mem.block_bytes)} blocks (naive {mem.naive_bytes / 2**20:.3f} MB, "
-                 f"{mem.planned_bytes / max(mem.naive_bytes, 1):.0%})")
-    lines.append(f"Total {mem.planned_bytes >> 20} MB allocated")  # MXNet's summary line
-    return "\n".join(lines)

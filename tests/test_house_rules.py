@@ -91,6 +91,8 @@ HOST_COPIES = {
     "random.py::_lin": "table-entry test data",
     "detection.py::nms_order": "box_nms reference path (data-dependent order)",
     "roi.py::_align_roi": "ROIAlign reference path",
+    "roi.py::_masked_max": "ROIPooling reference path (host bins moved to the data)",
+    "roi.py::_rroi_one": "RROIAlign reference path (host sample grid moved to the data)",
 }
 
 

@@ -296,13 +296,11 @@ def _launch(kind: int, weights, grads, states, hp: UpdateParams, out) -> tuple:
 
 
 def _const_table(kind: int, hp: UpdateParams, dev) -> torch.Tensor:
-    """The kernel's constants on the device; a device ``rescale_grad`` joins them there
-    (no host read)."""
+    """The kernel's constants on the device (a device ``rescale_grad`` joins them there)."""
     consts = _consts(kind, hp)
     if not isinstance(consts[0], torch.Tensor):
         return device_meta(consts, dev, torch.float32)
-    return torch.cat([consts[0].reshape(1).to(dev, torch.float32),
-                      device_meta(consts[1:], dev, torch.float32)])
+    return torch.cat([consts[0].reshape(1).float(), device_meta(consts[1:], dev, torch.float32)])
 
 
 def _clip(x: torch.Tensor, bound: float) -> torch.Tensor:

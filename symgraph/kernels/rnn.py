@@ -29,8 +29,9 @@ columns and computes that tile's G gate pre-activations ``h @ W_hh^T`` (a G-accu
 GEMM over H with fp32 accumulation), then applies the gate math in the epilogue and writes
 ``h'``, ``c'`` and the activations the backward needs (the recurrent GEMM and the pointwise
 step fused). The same kernel also runs the whole sequence in one persistent launch
-(``config.rnn_persistent``, CUDA): after each step every program arrives at a grid-wide
-counter (release) and waits for all (acquire), and the weights stay in L2 across steps.
+(``persistent``, on CUDA; ``config.rnn_persistent`` at the op): after each step every
+program arrives at a grid-wide counter (release) and waits for all (acquire), and the
+weights stay in L2 across steps.
 Backward, one launch per step (or, persistent, one for all but the first and dh0's):
 the tile's ``dh`` = ``dy[t]`` + the previous
 (later-in-time) step's ``d(hw) @ W_hh`` computed in the same program (GEMM over G*H), then the
@@ -470,14 +471,14 @@ def _order(steps: int, reverse: bool) -> list[tuple[int, int, int]]:
 
 
 def rnn_layer_fwd(mode: str, xw: torch.Tensor, h0: torch.Tensor, c0, w_hh: torch.Tensor,
-                  b_hh: torch.Tensor, reverse: bool = False):
+                  b_hh: torch.Tensor, reverse: bool = False, persistent: bool = False):
     """One direction of one recurrent layer: ``(y, hT, cT, saved)``.
 
     ``xw`` (T, N, G*H) is the input projection of every step, ``h0``/``c0`` (N, H) the
     initial states (``c0`` None unless lstm), ``w_hh`` (G*H, H), ``b_hh`` (G*H,). ``y`` is
     (T, N, H), ``cT`` None unless lstm; ``saved`` is what :func:`rnn_layer_bwd` needs
     (``y``, ``hT`` and ``cT`` are views into it). One fused GEMM+gate launch per step, or
-    one persistent launch for all of them (:func:`persistent`).
+    with ``persistent`` one launch for all of them where the grid fits (:func:`_fits`).
     """
     g, steps, n, h = _check(mode, xw, h0, c0, w_hh, b_hh)
     xw, w_hh, b_hh = xw.contiguous(), w_hh.contiguous(), b_hh.contiguous()
@@ -497,7 +498,7 @@ def rnn_layer_fwd(mode: str, xw: torch.Tensor, h0: torch.Tensor, c0, w_hh: torch
         args = (xw, hs, hs if cs_all is None else cs_all, w_hh, b_hh,
                 hs if gates is None else gates, hs if hn is None else hn)
         flags = {"MODE": _MODE_ID[mode], "REVERSE": reverse, **meta}
-        if persistent(xw, grid):
+        if persistent and _fits(xw, grid):
             sync = torch.zeros(1, dtype=torch.int32, device=xw.device)
             _fwd_kernel[grid](*args, sync, n, h, steps, 0, steps, PERSISTENT=True, **flags)
         else:
@@ -510,12 +511,10 @@ def rnn_layer_fwd(mode: str, xw: torch.Tensor, h0: torch.Tensor, c0, w_hh: torch
     return y, h_t, c_t, saved
 
 
-def persistent(x: torch.Tensor, grid: tuple) -> bool:
-    """Whether a layer runs as one persistent launch: on CUDA with ``config.rnn_persistent``,
-    when every program of the grid fits on the GPU at once (the barrier needs them all
-    resident; one program per multiprocessor at most)."""
-    from .. import config
-    if on_cpu(x) or not config.get().rnn_persistent:
+def _fits(x: torch.Tensor, grid: tuple) -> bool:
+    """Whether a persistent launch can run: on CUDA, with every program of the grid on the
+    GPU at once (the barrier needs them all resident; one per multiprocessor at most)."""
+    if on_cpu(x):
         return False
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     return grid[0] * grid[1] <= sms
@@ -523,7 +522,7 @@ def persistent(x: torch.Tensor, grid: tuple) -> bool:
 
 def rnn_layer_bwd(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor, h0: torch.Tensor,
                   c0, w_hh: torch.Tensor, b_hh: torch.Tensor, y: torch.Tensor, saved: tuple,
-                  reverse: bool = False):
+                  reverse: bool = False, persistent: bool = False):
     """Gradients ``(dxw, dh0, dc0, dw_hh, db_hh)`` of :func:`rnn_layer_fwd`'s outputs.
 
     ``dy`` (T, N, H); ``dh_t``/``dc_t`` (N, H) or None (zeros); ``dc0`` None unless lstm.
@@ -543,7 +542,7 @@ def rnn_layer_bwd(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor, h0:
     if n * h:
         grads = tuple(None if t is None else t.contiguous() for t in (dy, dh_t, dc_t))
         _bwd_steps(mode, grads, (w_hh, None if c0 is None else c0.contiguous(), saved),
-                   (dxw, dhn, dh0, dc0), reverse)
+                   (dxw, dhn, dh0, dc0), reverse, persistent)
     elif dc0 is not None:
         dc0.zero_()
     if mode == "lstm" and steps == 0:
@@ -552,7 +551,8 @@ def rnn_layer_bwd(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor, h0:
     return dxw, dh0, dc0, dw, db
 
 
-def _bwd_steps(mode: str, grads: tuple, state: tuple, outs: tuple, reverse: bool) -> None:
+def _bwd_steps(mode: str, grads: tuple, state: tuple, outs: tuple, reverse: bool,
+               persistent: bool) -> None:
     """Launch the backward: the last processed step first (it starts from dhT/dcT), then
     the others (one launch each, or one persistent launch), then dh0's."""
     (dy, dh_t, dc_t), (w_hh, c0, saved), (dxw, dhn, dh0, dc0) = grads, state, outs
@@ -576,7 +576,7 @@ def _bwd_steps(mode: str, grads: tuple, state: tuple, outs: tuple, reverse: bool
                           PERSISTENT=sync is not None, **meta)
     if steps:
         launch(steps - 1, steps - 1, dh_t, dc_t, False)
-    if steps > 1 and persistent(dy, grid):
+    if steps > 1 and persistent and _fits(dy, grid):
         launch(steps - 2, 0, carry, dc0, True, sync=torch.zeros(1, dtype=torch.int32,
                                                                  device=dy.device))
     else:

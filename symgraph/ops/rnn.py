@@ -55,6 +55,7 @@ from functools import lru_cache
 
 import torch
 
+from .. import config
 from ..attrs import Param
 from ..base import AttrError, DTypeError, ShapeError
 from .base import Case, OpDef, PlanHints, register
@@ -423,7 +424,8 @@ def _triton_layers(p, x, w, hx, cx, seed: int):
             w_ih, w_hh, b_ih, b_hh = flat[4 * idx:4 * idx + 4]
             xw = linear(inp2, w_ih, b_ih).view(steps, batch, -1)
             c0 = cx[idx] if p.mode == "lstm" else None
-            y, h_t, c_t, saved = rnn_layer_fwd(p.mode, xw, hx[idx], c0, w_hh, b_hh, k == 1)
+            y, h_t, c_t, saved = rnn_layer_fwd(p.mode, xw, hx[idx], c0, w_hh, b_hh, k == 1,
+                                               config.get().rnn_persistent)
             dirs.append((xw, hx[idx], c0, w_ih, w_hh, b_hh, y, saved))
             ys.append(y)
             hys.append(h_t)
@@ -494,7 +496,8 @@ def triton_backward_rnn(p, ins, aux, rt):
             dh_t = ograds[1][idx] if nv > 1 else None
             dc_t = ograds[2][idx] if nv > 2 else None
             dxw, dh0, dc0, dw_hh, db_hh = rnn_layer_bwd(p.mode, dy, dh_t, dc_t, xw, h0, c0,
-                                                        w_hh, b_hh, y, saved, k == 1)
+                                                        w_hh, b_hh, y, saved, k == 1,
+                                                        config.get().rnn_persistent)
             dw_ih_v, dw_hh_v, db_ih_v, db_hh_v = dflat[4 * idx:4 * idx + 4]
             dxw2 = dxw.reshape(-1, dxw.shape[2])
             matmul(dxw2.t(), inp2, out=dw_ih_v)

@@ -287,15 +287,16 @@ def test_persistent_launches_match_the_reference(mode, reverse, monkeypatch):
     """The persistent forward and backward (one launch over the steps, the grid-wide
     barrier included), interpreted with a one-program grid, where the barrier cannot wait
     on a program that has not run: states, gradients and dh0/dc0 equal the reference."""
-    monkeypatch.setattr(rnn, "persistent", lambda x, grid: True)
+    monkeypatch.setattr(rnn, "_fits", lambda x, grid: True)
     steps, n, h = 4, 5, 7
     args = _operands(mode, (steps, n, h))
     assert rnn._meta(args[0], n, h)["BLOCK_N"] >= n  # one program
-    y, h_t, c_t, saved = rnn_layer_fwd(mode, *args, reverse)
+    y, h_t, c_t, saved = rnn_layer_fwd(mode, *args, reverse, persistent=True)
     want = rnn_layer_fwd_ref(mode, *args, reverse)
     torch.testing.assert_close(y, want[0], rtol=1e-5, atol=1e-6)
     dy, dh, dc = _grads(mode, (steps, n, h), torch.float32, "both")
-    got = rnn_layer_bwd(mode, dy, dh, dc if mode == "lstm" else None, *args, y, saved, reverse)
+    got = rnn_layer_bwd(mode, dy, dh, dc if mode == "lstm" else None, *args, y, saved, reverse,
+                        persistent=True)
     ref = rnn.rnn_layer_bwd_ref(mode, dy, dh, dc if mode == "lstm" else None, *args, y, saved,
                                 reverse)
     for g, r in zip(got, ref):
