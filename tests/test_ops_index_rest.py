@@ -172,3 +172,18 @@ def test_slice_step_none_is_no_step():
     np.testing.assert_array_equal(got.asnumpy(), x.asnumpy()[:, 1:3])
     sym = mx.sym.slice(mx.sym.var("x"), begin=(None, 1), end=(None, 3), step=None)
     assert sym.infer_shape(x=(3, 4, 5))[1] == [(3, 2, 5)]
+
+
+def test_split_v2_binds_an_empty_section():
+    """An index at the start gives an empty first section: its (4, 5, 0, 7) shape comes
+    from the rule with every input known, so it binds as an empty array (MXNet reads a 0
+    as unknown only in shapes given at its API); a 0 in a given shape is still unknown."""
+    x = mx.sym.var("x")
+    sym = mx.sym.split_v2(x, indices_or_sections=(0, 2, 4), axis=2)
+    exe = sym.simple_bind(mx.cpu(), grad_req="null", x=(4, 5, 6, 7))
+    data = np.arange(4 * 5 * 6 * 7, dtype=np.float32).reshape(4, 5, 6, 7)
+    outs = [o.asnumpy() for o in exe.forward(x=mx.nd.array(data))]
+    assert [o.shape for o in outs] == [(4, 5, 0, 7), (4, 5, 2, 7), (4, 5, 2, 7), (4, 5, 2, 7)]
+    np.testing.assert_array_equal(np.concatenate(outs, axis=2), data)
+    with pytest.raises(MXNetError, match="cannot infer"):
+        mx.sym.relu(x).simple_bind(mx.cpu(), x=(4, 0, 6))

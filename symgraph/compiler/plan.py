@@ -240,11 +240,24 @@ def infer_entries(diff: Differentiated) -> Typed:
     for nid, node in enumerate(graph.nodes):
         for k in range(node.num_outputs):
             slot = graph.row_ptr[nid] + k
-            if not known(shapes[slot]) or dtypes[slot] is None:
+            if (not known(shapes[slot]) and not _empty_by_rule(graph, nid, k, shapes)) \
+                    or dtypes[slot] is None:
                 raise ShapeError(f"Error in {node.where}: cannot infer the shape/dtype of output "
                                  f"{k} (got shape {shapes[slot]}, dtype {dtypes[slot]}); "
                                  "give every input's shape at bind")
     return Typed(diff, shapes, dtypes)
+
+
+def _empty_by_rule(graph: IndexedGraph, nid: int, k: int, shapes: list) -> bool:
+    """Output ``k`` of node ``nid`` has a 0 dim that its op's rule gives from fully known
+    inputs (an empty split_v2 section): a real empty array. MXNet reads a 0 as unknown only
+    in shapes given at its API; inference treats it so, and this tells the two apart."""
+    node, shape = graph.nodes[nid], shapes[graph.row_ptr[nid] + k]
+    ins = [shapes[e] for e in graph.input_entries(nid)]
+    if node.op is None or not shape or not all(known(s) for s in ins):
+        return False
+    got = SHAPE.rule(node)(node.params, ins)
+    return got is not None and k < len(got[1]) and tuple(got[1][k]) == tuple(shape)
 
 
 def infer_storage(typed: Typed) -> Typed:
