@@ -170,6 +170,20 @@ def family_table(records: list[dict], exports: str) -> list[str]:
     return lines + [""]
 
 
+def _records(path: str) -> list[dict]:
+    """The records of a sweep file; a last line cut short (a sweep stopped while writing)
+    is left out, so ``--resume`` checks that model again."""
+    lines = open(path).read().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i != len(lines) - 1:
+                raise
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--exports", default="/tmp/gcvzoo")
@@ -191,8 +205,8 @@ def main(argv=None) -> int:
     ap.add_argument("--doc", default=None)
     args = ap.parse_args(argv)
     if args.report:
-        records = merge([json.loads(line) for line in open(args.report)],
-                        [json.loads(line) for path in args.compiled for line in open(path)])
+        records = merge(_records(args.report),
+                        [r for path in args.compiled for r in _records(path)])
         if args.doc:
             sweep.write_doc(records, args.doc, "GluonCV model-zoo export sweep", INTRO,
                             family_table(records, args.exports))
@@ -201,7 +215,7 @@ def main(argv=None) -> int:
     import symgraph as mx
     done = set()
     if args.resume and os.path.exists(args.out):
-        done = {json.loads(line)["model"] for line in open(args.out)}
+        done = {r["model"] for r in _records(args.out)}
     with open(args.out, "a" if args.resume else "w") as f:
         todo = models(args.exports, args.family)
         if args.interleave:
