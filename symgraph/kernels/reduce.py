@@ -30,6 +30,7 @@ import math
 import torch
 import triton.language as tl
 
+from .philox import device
 from .runtime import block_for, kernel
 from .table import KernelSpec, tensor_bytes
 
@@ -284,6 +285,19 @@ def reduce_ref(x, axes, op="sum", keepdims=False):
 
 # ---------------------------------------------------------------- argmax / argmin
 
+@device
+def _arg_update(x, lane, start, best, best_i, LARGEST: tl.constexpr):
+    """(best, its index) after a block ``x`` (axis 0) whose lanes start at ``start``: the
+    block's first extreme replaces the running one only if strictly better."""
+    if LARGEST:
+        v, i = tl.reduce((x, lane), 0, ARGMAX)
+        better = v > best
+    else:
+        v, i = tl.reduce((x, lane), 0, ARGMIN)
+        better = v < best
+    return tl.where(better, v, best), tl.where(better, start + i.to(tl.int64), best_i)
+
+
 @kernel
 def _arg_reduce_rows_kernel(x_ptr, y_ptr, N, INNER, LARGEST: tl.constexpr, ACC: tl.constexpr,
                             BLOCK: tl.constexpr):
@@ -296,14 +310,7 @@ def _arg_reduce_rows_kernel(x_ptr, y_ptr, N, INNER, LARGEST: tl.constexpr, ACC: 
         lane = tl.arange(0, BLOCK)  # block-relative indices (what the interpreter returns)
         x = tl.load(x_ptr + base + (start + lane) * INNER, mask=start + lane < N,
                     other=ident).to(ACC)
-        if LARGEST:
-            v, i = tl.reduce((x, lane), 0, ARGMAX)
-            better = v > best
-        else:
-            v, i = tl.reduce((x, lane), 0, ARGMIN)
-            better = v < best
-        best_i = tl.where(better, start + i.to(tl.int64), best_i)
-        best = tl.where(better, v, best)
+        best, best_i = _arg_update(x, lane, start, best, best_i, LARGEST)
     # through fp32: the interpreter casts int64 straight to bf16 bitwise
     tl.store(y_ptr + row, best_i.to(tl.float32).to(y_ptr.dtype.element_ty))
 
@@ -351,14 +358,7 @@ def _arg_cols_kernel(x_ptr, v_ptr, i_ptr, y_ptr, N, INNER, CHUNK, LARGEST: tl.co
         ok = (start + lane < stop) & (cols[None, :] < INNER)
         x = tl.load(x_ptr + o * N * INNER + (start + lane) * INNER + cols[None, :], mask=ok,
                     other=ident).to(ACC)
-        if LARGEST:
-            v, i = tl.reduce((x, lane), 0, ARGMAX)
-            better = v > best
-        else:
-            v, i = tl.reduce((x, lane), 0, ARGMIN)
-            better = v < best
-        best_i = tl.where(better, start + i.to(tl.int64), best_i)
-        best = tl.where(better, v, best)
+        best, best_i = _arg_update(x, lane, start, best, best_i, LARGEST)
     at = (split * (tl.num_programs(0) // col_blocks) + o) * INNER + cols
     if PARTS:
         tl.store(v_ptr + at, best, mask=cols < INNER)
