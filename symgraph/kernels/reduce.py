@@ -82,20 +82,13 @@ OPS = ("sum", "mean", "max", "min", "prod")
 
 @kernel
 def _reduce_rows_kernel(x_ptr, y_ptr, N, INNER, CHUNK, scale, OP: tl.constexpr,
-                        ACC: tl.constexpr, BLOCK: tl.constexpr):
+                        IDENT: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr):
     """``op`` of elements [split * CHUNK, (split + 1) * CHUNK) of each row (program (row,
     split)) times ``scale``, into ``y[row * splits + split]``."""
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1).to(tl.int64)
     base = (row // INNER) * N * INNER + row % INNER
-    if OP == "max":
-        ident = float("-inf")
-    elif OP == "min":
-        ident = float("inf")
-    elif OP == "prod":
-        ident = 1.0
-    else:
-        ident = 0.0
+    ident = IDENT
     acc = tl.full((), ident, ACC)
     vec = tl.full((BLOCK,), 1.0, ACC)  # prod: elementwise running product, reduced once
     stop = tl.minimum((split + 1) * CHUNK, N)
@@ -166,18 +159,22 @@ def _reduce_rows(x: torch.Tensor, y: torch.Tensor, rows: int, n: int, inner: int
     chunk = -(-n // splits)
     splits = -(-n // chunk)
     final = 1.0 / n if op == "mean" else 1.0
-    acc, block = acc_type(x.dtype), row_block(min(n, chunk), x.device)
+    block = row_block(min(n, chunk), x.device)
+    meta = {**_op_meta(op, x), "BLOCK": block, **launch_opts(block, x.device)}
     if splits == 1:
-        _reduce_rows_kernel[(rows, 1)](x, y, n, inner, n, final, OP=_PARTIAL[op], ACC=acc,
-                                       BLOCK=block, **launch_opts(block, x.device))
+        _reduce_rows_kernel[(rows, 1)](x, y, n, inner, n, final, **meta)
         return
     parts = torch.empty((rows, splits), device=x.device,
                         dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
-    _reduce_rows_kernel[(rows, splits)](x, parts, n, inner, chunk, 1.0, OP=_PARTIAL[op],
-                                        ACC=acc, BLOCK=block, **launch_opts(block, x.device))
+    _reduce_rows_kernel[(rows, splits)](x, parts, n, inner, chunk, 1.0, **meta)
     small = row_block(splits, x.device)
-    _reduce_rows_kernel[(rows, 1)](parts, y, splits, 1, splits, final, OP=_PARTIAL[op],
-                                   ACC=acc, BLOCK=small, **launch_opts(small, x.device))
+    _reduce_rows_kernel[(rows, 1)](parts, y, splits, 1, splits, final, **{
+        **meta, "BLOCK": small, **launch_opts(small, x.device)})
+
+
+def _op_meta(op: str, x: torch.Tensor) -> dict:
+    """The reduction kernels' op constexprs: the partial op, its identity, accumulation."""
+    return {"OP": _PARTIAL[op], "IDENT": _IDENT[op], "ACC": acc_type(x.dtype)}
 
 
 # ---------------------------------------------------------------- column reductions
@@ -188,11 +185,14 @@ def _reduce_rows(x: torch.Tensor, y: torch.Tensor, rows: int, n: int, inner: int
 
 COLUMN_MIN_INNER = 16  # inner extents from which the column kernel is used
 _PARTIAL = {"sum": "sum", "mean": "sum", "max": "max", "min": "min", "prod": "prod"}
+# each op's identity: what masked lanes read
+_IDENT = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf"), "prod": 1.0}
 
 
 @kernel
 def _reduce_cols_kernel(x_ptr, y_ptr, N, INNER, CHUNK, scale, OP: tl.constexpr,
-                        ACC: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+                        IDENT: tl.constexpr, ACC: tl.constexpr, BLOCK_R: tl.constexpr,
+                        BLOCK_C: tl.constexpr):
     """``y[split, o, c] = op over rows [split * CHUNK, (split + 1) * CHUNK) of x[o, :, c]``
     (times ``scale``) for a BLOCK_C run of columns c; program (o * column blocks + block,
     split)."""
@@ -200,14 +200,7 @@ def _reduce_cols_kernel(x_ptr, y_ptr, N, INNER, CHUNK, scale, OP: tl.constexpr,
     o = tl.program_id(0).to(tl.int64) // col_blocks
     cols = (tl.program_id(0) % col_blocks) * BLOCK_C + tl.arange(0, BLOCK_C)
     split = tl.program_id(1).to(tl.int64)
-    if OP == "max":
-        ident = float("-inf")
-    elif OP == "min":
-        ident = float("inf")
-    elif OP == "prod":
-        ident = 1.0
-    else:
-        ident = 0.0
+    ident = IDENT
     acc = tl.full((BLOCK_R, BLOCK_C), ident, ACC)
     base = x_ptr + o * N * INNER
     stop = tl.minimum((split + 1) * CHUNK, N)
@@ -255,22 +248,19 @@ def _reduce_columns(x: torch.Tensor, y: torch.Tensor, outer: int, n: int, inner:
     splits = _column_splits(programs, n, x.device)
     chunk = -(-n // splits)
     splits = -(-n // chunk)
-    acc = acc_type(x.dtype)
-    opts = {"num_warps": 4} if cuda else {}
     final = 1.0 / n if op == "mean" else 1.0
+    meta = {**_op_meta(op, x), "BLOCK_R": block_r, "BLOCK_C": block_c,
+            **({"num_warps": 4} if cuda else {})}
     if splits == 1:
-        _reduce_cols_kernel[(programs, 1)](x, y, n, inner, chunk, final, OP=_PARTIAL[op],
-                                           ACC=acc, BLOCK_R=block_r, BLOCK_C=block_c, **opts)
+        _reduce_cols_kernel[(programs, 1)](x, y, n, inner, chunk, final, **meta)
         return
     parts = torch.empty((splits, outer, inner), device=x.device,
                         dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
-    _reduce_cols_kernel[(programs, splits)](x, parts, n, inner, chunk, 1.0, OP=_PARTIAL[op],
-                                            ACC=acc, BLOCK_R=block_r, BLOCK_C=block_c, **opts)
+    _reduce_cols_kernel[(programs, splits)](x, parts, n, inner, chunk, 1.0, **meta)
     # the parts reduced as (1, splits, outer * inner): one more launch of the same kernel
     total = outer * inner
     _reduce_cols_kernel[(-(-total // block_c), 1)](parts, y, splits, total, splits, final,
-                                                   OP=_PARTIAL[op], ACC=acc, BLOCK_R=block_r,
-                                                   BLOCK_C=block_c, **opts)
+                                                   **meta)
 
 
 def reduce_ref(x, axes, op="sum", keepdims=False):
