@@ -152,3 +152,21 @@ def test_integer_power_of_a_negative_scalar():
     v = mx.sym.var("x", dtype="int32")
     assert (v ** -1).eval(x=x)[0].asnumpy().tolist() == [[0, 1, -1, 0]]
     assert (v ** 2.7).eval(x=x)[0].asnumpy().tolist() == [[4, 1, 1, 9]]
+
+
+def test_rdiv_scalar_divides_as_mxnet():
+    """``s / x`` in a bound graph: an integer input truncates the scalar then divides with
+    C's truncation (55.87 / 55 is 1 on int32; torch's ``s / x`` multiplies by a float
+    reciprocal and gave 0, found by MXNet's ONNX scalar test); float inputs divide exactly
+    (numpy's quotient, not a product with the reciprocal)."""
+    x = mx.sym.var("x")
+    ints = np.array([55, 54, 56, 27, 28, 7, 1], np.int32)
+    exe = (55.868982844575164 / x).simple_bind(mx.cpu(), x=ints.shape,
+                                               type_dict={"x": np.int32})
+    got = exe.forward(x=mx.nd.array(ints, dtype="int32"))[0].asnumpy()
+    np.testing.assert_array_equal(got, 55 // ints)
+    rng = np.random.RandomState(0)
+    floats = rng.uniform(0.1, 100, 1000).astype(np.float32)
+    exe = (3.7 / x).simple_bind(mx.cpu(), x=floats.shape)
+    got = exe.forward(x=mx.nd.array(floats))[0].asnumpy()
+    np.testing.assert_array_equal(got, np.float32(3.7) / floats)

@@ -498,7 +498,13 @@ scalar("_mul_scalar", torch.mul, lambda g, x, y, dy, s: _smul(g, dy, s), "x * s"
        ("_MulScalar",), sparse=rules.scalar_rule())
 scalar("_div_scalar", torch.div, lambda g, x, y, dy, s: _smul(g, dy, 1.0 / s), "x / s",
        ("_DivScalar",), sparse=rules.scalar_rule())
-scalar("_rdiv_scalar", lambda x, s: s / x,
+def _rdiv(x: torch.Tensor, s) -> torch.Tensor:
+    """``s / x`` as MXNet divides: a true division (torch's ``s / x`` multiplies by the
+    reciprocal: ``55 / 55`` on int32 gave 0.99999994, truncated to 0), integers truncating."""
+    return mxnet_div(torch.full((), s, dtype=x.dtype, device=x.device), x)
+
+
+scalar("_rdiv_scalar", _rdiv,
        lambda g, x, y, dy, s: g.op("negative", g.op("elemwise_div", _mul(g, dy, y), x)),
        "s / x", ("_RDivScalar",), low=0.5, high=2.0)
 def _int_pow(x: torch.Tensor, s) -> torch.Tensor:
