@@ -286,10 +286,14 @@ class Executor:
     def _run_steps(self, key: tuple, steps: list, after: Callable | None = None) -> list:
         """Run a step list: eagerly, monitored, or as a replayed CUDA graph on GPU. Returns
         the deferred data checks (``ops.base.check``) its outputs must pass when read."""
-        self._rt.checks = []
+        rt = self._rt
+        if rt.checks:
+            rt.checks = []
         self._run_list(key, steps, after)
-        checks = self._checks[key] = self._rt.checks or self._checks.get(key, [])
-        return checks
+        if rt.checks:  # this run ran its ops' Python: its flags replace the last ones
+            self._checks[key] = rt.checks
+            return rt.checks
+        return self._checks.get(key, ())
 
     def _run_list(self, key: tuple, steps: list, after: Callable | None) -> None:
         if self._monitor is not None:

@@ -463,13 +463,6 @@ def _meta(x: torch.Tensor, n: int, h: int, cuda: bool | None = None) -> dict:
             "num_warps": 4}
 
 
-def _order(steps: int, reverse: bool) -> list[tuple[int, int, int]]:
-    """(t, slot of h_prev in hs, slot of h_t in hs) in processing order."""
-    if reverse:
-        return [(t, t + 1, t) for t in reversed(range(steps))]
-    return [(t, t, t + 1) for t in range(steps)]
-
-
 def rnn_layer_fwd(mode: str, xw: torch.Tensor, h0: torch.Tensor, c0, w_hh: torch.Tensor,
                   b_hh: torch.Tensor, reverse: bool = False, persistent: bool = False):
     """One direction of one recurrent layer: ``(y, hT, cT, saved)``.
@@ -547,7 +540,7 @@ def rnn_layer_bwd(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor, h0:
         dc0.zero_()
     if mode == "lstm" and steps == 0:
         dc0 = torch.zeros_like(h0) if dc_t is None else dc_t.clone()
-    dw, db = _weight_grads(mode, dxw, dhn, hs[1:] if reverse else hs[:-1], (g * h, h))
+    dw, db = _weight_grads(mode, dxw, dhn, _h_prev(hs, reverse), (g * h, h))
     return dxw, dh0, dc0, dw, db
 
 
@@ -583,11 +576,6 @@ def _bwd_steps(mode: str, grads: tuple, state: tuple, outs: tuple, reverse: bool
         for k in reversed(range(steps - 1)):
             launch(k, k, carry, dc0, True)
     launch(0, 0, carry if steps else dh_t, None, steps > 0, final=True)
-
-
-def _at(x, t):
-    """``x[t]``, or None when there is no x or no t."""
-    return None if x is None or t is None else x[t]
 
 
 def _or(ptrs: tuple, dummy: torch.Tensor) -> tuple:
