@@ -161,11 +161,14 @@ class Executor:
         self._grad_out = self._grad_writers()
         self._rt = Runtime(False, _random.generator(ctx), ctx.torch_device)
         self._monitor: tuple[Callable, bool] | None = None
-        self._graphs: dict[tuple, Callable] = {}  # step-list runners, CUDA-graphed on GPU
+        # step-list runners (CUDA-graphed on GPU) and what pairs their graphs
+        self._calls = cuda_graph.StepCalls(
+            self._values, frozenset(plan.var_slot.values()) |
+            frozenset(s for s in plan.head_grad_slots if s is not None),
+            self._make_call, self._rerun_forward)
         # per step list, the deferred data checks of the last run that ran its Python (a
         # replayed CUDA graph runs none and rewrites the same flags)
         self._checks: dict[tuple, list] = {}
-        self._graph_pool = None  # a CUDA graph memory pool shared with other executors
         self._forwarded = False
         # True once reshape shares output memory: forward then copies into the outputs
         self._fixed_outputs = False
@@ -240,9 +243,10 @@ class Executor:
     def _feed(self, name: str, tensor: torch.Tensor) -> None:
         """Argument ``name`` reads ``tensor`` in the next forward: on the CPU referenced, not
         copied, as MXNet's CachedOp references its inputs; on a GPU copied (CUDA graphs keep
-        the argument's address). Shapes and dtypes must match."""
+        the argument's address, as they do wherever a graph was captured). Shapes and dtypes
+        must match."""
         arr = self.arg_dict[name]
-        if self._ctx.device_type != "cpu":
+        if self._ctx.device_type != "cpu" or self._calls.graphs:
             arr._t.copy_(tensor)
         else:
             arr._t = tensor
@@ -269,7 +273,7 @@ class Executor:
         if not self._forwarded:  # MXNet runs backward on whatever the arrays hold
             self.forward(is_train=True)
         self._feed_head_grads(out_grads)
-        self._run_steps(("backward", bool(is_train)), self._plan.backward, self._write_grads)
+        self._run_steps(self._calls.backward_key(bool(is_train)), self._plan.backward)
 
     def _write_grads(self) -> None:
         v = self._values
@@ -283,52 +287,43 @@ class Executor:
             else:
                 grad.copy_(v[slot])
 
-    def _run_steps(self, key: tuple, steps: list, after: Callable | None = None) -> list:
+    def _run_steps(self, key: tuple, steps: list) -> list:
         """Run a step list: eagerly, monitored, or as a replayed CUDA graph on GPU. Returns
         the deferred data checks (``ops.base.check``) its outputs must pass when read."""
         rt = self._rt
         if rt.checks:
             rt.checks = []
-        self._run_list(key, steps, after)
+        self._run_list(key, steps)
         if rt.checks:  # this run ran its ops' Python: its flags replace the last ones
             self._checks[key] = rt.checks
             return rt.checks
         return self._checks.get(key, ())
 
-    def _run_list(self, key: tuple, steps: list, after: Callable | None) -> None:
+    def _run_list(self, key: tuple, steps: list) -> None:
+        forward = key[0] == "forward"
+        if self._monitor is None and not _profiler.ACTIVE.symbolic:
+            self._calls.forward(key) if forward else self._calls.backward(key)
+            return
+        if forward:
+            self._calls.ran_eagerly()
+        else:
+            self._calls.need_values(key[2])
         if self._monitor is not None:
             with torch.no_grad():
                 MonitoredRun(self._plan, *self._monitor).run(
-                    steps, self._values, self._rt, forward=key[0] == "forward")
-        elif _profiler.ACTIVE.symbolic:  # a timed twin of the loop, only while profiling
-            self._profiled_run(key[0], steps)
-        else:
-            call = self._graphs.get(key)
-            if call is None:
-                call = self._graphs[key] = self._make_call(key, steps, after)
-            call()
-            return
-        if after is not None:
-            after()
+                    steps, self._values, self._rt, forward=forward)
+        else:  # a timed twin of the loop, only while profiling
+            with torch.no_grad():
+                _profiler.run_steps(steps, self._values, self._rt, self._plan.impl, key[0])
+        if not forward:
+            self._write_grads()
 
-    def _profiled_run(self, phase: str, steps: list) -> None:
-        """Run ``steps`` eagerly with each step recorded by the profiler. Values of a
-        captured CUDA graph keep their addresses: results are copied into them."""
-        v = self._values
-        captured = any(getattr(c, "graph", None) is not None for c in self._graphs.values())
-        before = list(v) if captured else None
-        with torch.no_grad():
-            try:
-                _profiler.run_steps(steps, v, self._rt, self._plan.impl, phase)
-            finally:
-                for i, old in enumerate(before or ()):
-                    if old is not None and v[i] is not old:
-                        if v[i] is not None:
-                            old.copy_(v[i])
-                        v[i] = old
-
-    def _make_call(self, key: tuple, steps: list, after: Callable | None) -> Callable:
+    def _make_call(self, key: tuple) -> Callable:
         v, rt = self._values, self._rt
+        plan = self._plan
+        steps = plan.backward if key[0] == "backward" else \
+            plan.forward_train if key[2] else plan.forward_infer
+        after = self._write_grads if key[0] == "backward" else None
 
         def body() -> None:
             # steps never need torch's autograd (ops that use it enable it themselves), and
@@ -339,23 +334,33 @@ class Executor:
                     after()
         if cuda_graph.wanted(self._ctx.torch_device, steps):
             return cuda_graph.GraphedCall(body, f"{key[0]} of {self._output_names}",
-                                          pool=self._graph_pool)
+                                          pool=self._calls.pool, backend=self._calls.backend)
         return body
+
+    def _rerun_forward(self, key: tuple) -> None:
+        """Forward ``key``'s steps eagerly to recompute intermediates a release dropped;
+        the aux states (running statistics) are put back, so they move once per forward
+        the user ran."""
+        aux = [a._t.clone() for a in self.aux_arrays]
+        self._rt.is_train = key[1]
+        with torch.no_grad():
+            _run(self._plan.forward_train if key[2] else self._plan.forward_infer,
+                 self._values, self._rt)
+            for arr, old in zip(self.aux_arrays, aux):
+                arr._t.copy_(old)
 
     def release_values(self) -> bool:
         """Drop the intermediate values kept since the last run (outputs stay), so their
-        memory goes back to the allocator; the next ``backward`` runs ``forward`` first.
+        memory goes back to the allocator (on CUDA with captured graphs: to the graph
+        memory pool, for the captures of executors sharing it; see
+        ``cuda_graph.StepCalls``); the next ``backward`` runs ``forward`` first.
 
-        Returns False (and keeps everything) once a CUDA graph was captured: its replays
-        write to those addresses.
+        Returns False (and keeps everything) for a plan with sparse values once a graph was
+        captured.
         """
-        if any(getattr(c, "graph", None) is not None for c in self._graphs.values()):
+        if self._sparse is not None and self._calls.captured:
             return False
-        keep = set(self._plan.var_slot.values()) | set(self._plan.head_slots)
-        values = self._values
-        for slot in range(len(values)):
-            if slot not in keep:
-                values[slot] = None
+        self._calls.release(frozenset(self._plan.head_slots))
         self._forwarded = False
         return True
 

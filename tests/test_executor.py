@@ -277,7 +277,7 @@ def test_data_checks_defer_to_the_read_on_an_accelerator(monkeypatch):
             out.wait_to_read()
         monkeypatch.undo()
         # a replay (no Python ran, no checks registered) keeps the captured run's checks
-        monkeypatch.setattr(exe, "_run_list", lambda key, steps, after: None)
+        monkeypatch.setattr(exe, "_run_list", lambda key, steps: None)
         with pytest.raises(error, match=match):
             exe.forward()[0].asnumpy()
         monkeypatch.undo()

@@ -7,6 +7,11 @@ backward instead of one per kernel. Shapes are fixed per plan, so a shape change
 new executor (``reshape``/``simple_bind``) and a new capture. A plan that draws random
 numbers on the host (Dropout) or synchronises with the host is not captured: it keeps
 running eagerly, with one warning.
+
+An executor's step lists run through one :class:`StepCalls`, which pairs each backward
+with the forward whose values it reads (a backward is captured and replayed only right
+after its forward ran as its own graph) and lets the executor release intermediates while
+its graphs stay: see :meth:`StepCalls.release`.
 """
 from __future__ import annotations
 
@@ -61,11 +66,11 @@ class CudaBackend:
 class GraphedCall:
     """Runs ``body()`` eagerly for the warm-up calls, then captures and replays it."""
 
-    def __init__(self, body: Callable[[], None], name: str, pool=None, backend=CudaBackend):
+    def __init__(self, body: Callable[[], None], name: str, pool=None, backend=None):
         self.body = body
         self.name = name
         self.pool = pool  # torch.cuda.graph_pool_handle() shared with other captures, or None
-        self.backend = backend
+        self.backend = backend if backend is not None else CudaBackend
         self.calls = 0
         self.graph = None  # the captured torch.cuda.CUDAGraph
         self.failed = False
@@ -79,6 +84,16 @@ class GraphedCall:
             self._eager()
             return
         self._capture()
+
+    def reset(self, failed: bool = False) -> None:
+        """Forget the captured graph: the next call captures again (or, ``failed``, every
+        later call runs eagerly)."""
+        self.graph, self.held = None, []
+        self.failed = self.failed or failed
+
+    def run_eagerly(self) -> None:
+        """One eager call (a warm-up call if captures are still to come), never captured."""
+        self._eager()
 
     def _eager(self) -> None:
         self.calls += 1
@@ -102,3 +117,135 @@ class GraphedCall:
             return
         self.graph = graph
         graph.replay()  # capture records without executing: run the captured work once
+
+
+class StepCalls:
+    """An executor's step-list runners, keyed as the executor runs them, and the rules that
+    keep captured graphs and the executor's ``values`` list in agreement.
+
+    Keys: a forward's is ``("forward", is_train, train_steps)``; a backward's is
+    ``("backward", is_train, forward key)``, naming the forward whose values it reads
+    (``None`` after a forward run eagerly: monitored, profiled, or not captured). A graph
+    reads and writes fixed addresses, so:
+
+    - a backward is captured, and replayed, only right after its forward ran as its graph
+      (the pair shares addresses); after any other forward it runs eagerly;
+    - a capture leaves the values it made in ``values``; the forward's ``snapshots`` entry
+      remembers them, and a replay after another forward of the same executor (an
+      evaluation forward between training steps) points ``values`` back at them;
+    - :meth:`release` drops the references to intermediate values (not ``keep``: outputs,
+      arguments, head gradients) while the graphs stay: on CUDA their blocks go back to the
+      graph memory pool, where captures of executors sharing it (the buckets of one
+      ``BucketArena``) reuse them. Replays then write over memory other graphs also use:
+      only one executor of a pool may be active between releases, and a forward replayed
+      after a release leaves no intermediates to read (``live`` is False) until a forward
+      runs its Python again. A backward that needs them and has no graph of its own
+      recomputes the forward eagerly (aux states restored: a running mean moves once) and
+      the forward's graph is recaptured at its next call, together with the backward.
+
+    ``make(key)`` builds a key's runner: a plain callable (CPU) or a :class:`GraphedCall`.
+    """
+
+    def __init__(self, values: list, keep: frozenset, make: Callable, rerun: Callable):
+        self.values = values
+        self.keep = keep  # slots the host reads or writes between runs, never released
+        self.make = make
+        self.rerun = rerun  # rerun(forward key): that forward's steps, eagerly
+        self.calls: dict = {}
+        self.snapshots: dict = {}  # forward key -> ((slot, tensor), ...) its capture left
+        self.released: set = set()  # forward keys released since their capture
+        self.owner = None  # the forward last run through its GraphedCall (not failed)
+        self.holder = None  # the captured forward whose tensors ``values`` holds, if any
+        self.live = True  # ``values`` holds the last forward's intermediates
+        self.pool = None  # a CUDA graph memory pool shared with other executors
+        self.backend = None  # CUDA's part of the captures (None: CudaBackend; tests: fakes)
+        self.graphs = False  # whether a forward was captured (arguments then stay in place)
+
+    def get(self, key):
+        call = self.calls.get(key)
+        if call is None:
+            call = self.calls[key] = self.make(key)
+        return call
+
+    def forward(self, key) -> None:
+        call = self.get(key)
+        if call.__class__ is not GraphedCall:
+            call()
+            self.live = True
+            return
+        replay = call.graph is not None
+        call()
+        if replay:
+            if self.holder != key:
+                self._restore(key)
+                self.holder = key
+            self.live = key not in self.released
+        else:
+            self.holder, self.live = None, True
+            if call.graph is not None:  # captured just now
+                self.graphs, self.holder = True, key
+                self.snapshots[key] = tuple((s, t) for s, t in enumerate(self.values)
+                                            if t is not None and s not in self.keep)
+                self.released.discard(key)
+        self.owner = None if call.failed else key
+
+    def ran_eagerly(self) -> None:
+        """A forward ran its steps outside any graph (monitored, profiled)."""
+        self.owner, self.holder, self.live = None, None, True
+
+    def backward_key(self, is_train: bool) -> tuple:
+        return ("backward", is_train, self.owner)
+
+    def backward(self, key) -> None:
+        call = self.get(key)
+        if call.__class__ is not GraphedCall:
+            call()
+            return
+        fcall = self.calls.get(key[2]) if key[2] is not None else None
+        if fcall is None or fcall.graph is None:  # its forward ran eagerly: so does it
+            call.run_eagerly()
+            return
+        if call.graph is not None:
+            call()
+            return
+        if not self.live:  # released since the capture: recompute, recapture the pair later
+            self.need_values(key[2])
+            fcall.reset()
+            self.snapshots.pop(key[2], None)
+            call.run_eagerly()
+            return
+        call()
+        if call.failed:  # its forward's graph would leave it reading stale addresses
+            fcall.reset(failed=True)
+            self.owner = self.holder = None
+
+    def need_values(self, fkey) -> None:
+        """Make sure ``values`` holds forward ``fkey``'s intermediates (for an eager
+        backward)."""
+        if not self.live and fkey is not None:
+            self.rerun(fkey)
+            self.holder, self.live = None, True
+
+    def _restore(self, key) -> None:
+        values, keep = self.values, self.keep
+        for s in range(len(values)):
+            if s not in keep:
+                values[s] = None
+        for s, t in self.snapshots[key]:
+            values[s] = t
+
+    @property
+    def captured(self) -> bool:
+        return any(getattr(c, "graph", None) is not None for c in self.calls.values())
+
+    def release(self, outputs: frozenset) -> None:
+        """Drop the references to every value but ``keep`` and ``outputs`` (which stay
+        readable, as MXNet's outputs do until their executor runs again)."""
+        values, keep = self.values, self.keep
+        for s in range(len(values)):
+            if s not in keep and s not in outputs:
+                values[s] = None
+        for key, snap in self.snapshots.items():
+            self.snapshots[key] = tuple((s, t) for s, t in snap if s in outputs)
+            self.released.add(key)
+        self.live = False

@@ -106,7 +106,7 @@ def _release(pools: dict) -> None:
     (a cycle): their buffers are freed now, not at the next full garbage collection."""
     for pool in pools.values():
         for slot in pool:
-            slot.exe._graphs.clear()
+            slot.exe._calls.calls.clear()
 
 
 def _op_hook_adapter(symbol, callback):

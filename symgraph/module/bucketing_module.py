@@ -67,7 +67,8 @@ class BucketArena:
     arena holds, per device, the largest of them (``planned_bytes``) instead of their sum
     (``unshared_bytes``): activating a bucket releases the intermediates the previously
     active one kept (:meth:`Executor.release_values`), and on CUDA every executor's graph
-    captures draw on one ``torch.cuda.graph_pool_handle()`` pool. ``peak_bytes`` is the
+    captures draw on one ``torch.cuda.graph_pool_handle()`` pool, to which a released
+    bucket's captured intermediates go back (its graphs stay: ``cuda_graph.StepCalls``). ``peak_bytes`` is the
     largest ``planned_bytes`` seen, including buckets evicted since.
 
     >>> import symgraph as mx
@@ -91,8 +92,8 @@ class BucketArena:
         execs = list(execs)
         for exe in execs:
             device = exe._ctx.torch_device
-            if device.type == "cuda" and not exe._graphs:
-                exe._graph_pool = self._graph_pool(device)
+            if device.type == "cuda" and not exe._calls.calls:
+                exe._calls.pool = self._graph_pool(device)
         self._execs[key] = execs
         self.peak_bytes = max(self.peak_bytes, self.planned_bytes)
 

@@ -39,7 +39,8 @@ def test_mlp_step_replayed_as_a_cuda_graph_matches_eager():
         for exe in execs:
             exe.forward(is_train=True)
             exe.backward()
-    assert execs[0]._graphs[("backward", True)].graph is not None
+    fkey = ("forward", True, True)
+    assert execs[0]._calls.calls[("backward", True, fkey)].graph is not None
     for name, grad in execs[0].grad_dict.items():
         if grad is not None:
             np.testing.assert_allclose(grad.asnumpy(), execs[1].grad_dict[name].asnumpy(),
