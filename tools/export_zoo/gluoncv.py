@@ -155,11 +155,17 @@ def family_table(records: list[dict], exports: str) -> list[str]:
              "|---|---:|---:|---:|---:|---:|"]
     for fam in FAMILIES:
         mine = [r for r in records if r.get("family") == fam]
-        total = len(models(exports, fam)) or len(mine)
+        # the exports on this machine and those checked before (the folder may be partial)
+        total = len({name for _, name in models(exports, fam)} | {r["model"] for r in mine})
         lines.append(f"| {fam} | {total} | {len(mine)} | "
                      f"{sum(r['status'] == 'match' for r in mine)} | "
                      f"{sum(r['status'] == 'ill-conditioned' for r in mine)} | "
                      f"{sum(bool(r.get('compile_backends')) for r in mine)} |")
+    compiled = [r for r in records if r.get("compile_backends")]
+    same = sum(r["torch_compile_error"] <= sweep.TOL for r in compiled)
+    backends = sorted({b for r in compiled for b in r["compile_backends"]})
+    lines += ["", f"`torch.compile` ({', '.join(backends) or 'none'}): {same} of "
+              f"{len(compiled)} compiled modules match the eager module."]
     seen = {r["model"] for r in records}
     left = [name for _, name in models(exports, None) if name not in seen]
     breaks = sorted(r["model"] for r in records if r.get("graph_breaks"))
