@@ -68,6 +68,12 @@ def seed(seed_state: int, ctx="all") -> None:
     generator(ctx).manual_seed(seed_state)
 
 
+def cuda_generators(index: int) -> list[torch.Generator]:
+    """The generators made so far for CUDA device ``index`` (a CUDA-graph capture on that
+    device registers them, so its replays draw anew)."""
+    return [g for d, g in _generators.items() if d.type == "cuda" and d.index == index]
+
+
 def __getattr__(name: str):
     if name in _SAMPLERS:
         from .ndarray import random as nd_random

@@ -86,8 +86,6 @@ def test_kernels_import_only_torch_triton_and_the_standard_library():
 
 # kernel-module functions that still copy host values to the device per call, and why
 HOST_COPIES = {
-    "random.py::_params": "random ops' parameters (random steps are not captured)",
-    "random.py::cast": "random ops' parameters (random steps are not captured)",
     "random.py::_lin": "table-entry test data",
     "detection.py::nms_order": "box_nms reference path (data-dependent order)",
     "roi.py::_align_roi": "ROIAlign reference path",

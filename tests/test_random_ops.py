@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.stats as ss
+import torch
 
 import symgraph as mx
+from symgraph import config
 from symgraph.base import AttrError, DTypeError, MXNetError, ShapeError
 
 nd = mx.nd
@@ -316,3 +318,51 @@ def test_shuffle_is_not_differentiable():
     with pytest.raises(MXNetError, match="_shuffle is non-differentiable"):
         mx.sym.random.shuffle(x).simple_bind(mx.cpu(), x=(3, 2))
     assert mx.sym.random.shuffle(x).simple_bind(mx.cpu(), x=(3, 2), grad_req="null")
+
+
+_DEVICE_DRAWS = [  # (symbol, input shapes): each op whose ``random`` is "device"
+    (lambda: mx.sym.Dropout(mx.sym.var("x"), p=0.3, mode="always"), {"x": (4, 5)}),
+    (lambda: mx.sym.Dropout(mx.sym.var("x"), p=0.3, mode="always", axes=(1,)), {"x": (3, 4)}),
+    (lambda: mx.sym.LeakyReLU(mx.sym.var("x"), act_type="rrelu"), {"x": (4, 5)}),  # x < 0
+    (lambda: mx.sym.random.normal(shape=(3, 4)), {}),
+    (lambda: mx.sym.random.randint(low=0, high=9, shape=(5,)), {}),
+    (lambda: mx.sym.random.uniform_like(mx.sym.var("x")), {"x": (2, 3)}),
+    (lambda: mx.sym.sample_gamma(mx.sym.var("x"), mx.sym.var("y"), shape=(2,)),
+     {"x": (3,), "y": (3,)}),
+    (lambda: mx.sym.sample_multinomial(mx.sym.var("x"), shape=(3,)), {"x": (2, 4)}),
+    (lambda: mx.sym.shuffle(mx.sym.var("x")), {"x": (6, 2)}),
+]
+
+
+@pytest.mark.parametrize("make, shapes", _DEVICE_DRAWS)
+def test_device_draws_read_nothing_back_and_may_be_captured(make, shapes, monkeypatch):
+    """Issue #22: an op marked ``random="device"`` takes its Philox seed on the device
+    (``ops.base.draw_seed``) and its Triton path reads no value back to the host, so a
+    CUDA graph may capture it (``cuda_graph.wanted``) and each replay draws anew."""
+    from symgraph.compiler import cuda_graph
+    net = make()
+    with config.override(backend="triton"):
+        exe = net.simple_bind(mx.cpu(), grad_req="null", **shapes)
+    for arr in exe.arg_dict.values():
+        arr[:] = np.random.RandomState(0).uniform(0.1, 0.9, arr.shape) * \
+            (-1 if net.list_outputs()[0].startswith("leakyrelu") else 1)
+    steps = exe._plan.forward_train
+    assert any(s[-1].op.draws_random(s[1]) for s in steps if s[-1].op is not None)
+    assert cuda_graph.wanted(torch.device("cuda"), steps)
+
+    def host_read(*args, **kwargs):
+        raise AssertionError("a device value was read back to the host")
+    for attr in ("item", "tolist", "__int__", "__float__", "__bool__", "__index__"):
+        monkeypatch.setattr(torch.Tensor, attr, host_read)
+    exe.forward(is_train=True)
+    monkeypatch.undo()
+    first = exe.outputs[0].asnumpy().copy()
+    exe.forward(is_train=True)
+    assert not np.array_equal(first, exe.outputs[0].asnumpy())  # a new draw each run
+
+
+def test_host_draws_keep_a_plan_out_of_cuda_graphs():
+    from symgraph.compiler import cuda_graph
+    exe = mx.sym._internal._sample_unique_zipfian(range_max=40, shape=(3, 10)).simple_bind(
+        mx.cpu())
+    assert not cuda_graph.wanted(torch.device("cuda"), exe._plan.forward_train)

@@ -4,9 +4,11 @@ On a CUDA context, the first calls of a step list run eagerly on a side stream (
 kernels compile, autotune and allocate), then one call is captured into a
 ``torch.cuda.CUDAGraph``; every later call replays it: one launch for the whole forward or
 backward instead of one per kernel. Shapes are fixed per plan, so a shape change means a
-new executor (``reshape``/``simple_bind``) and a new capture. A plan that draws random
-numbers on the host (Dropout) or synchronises with the host is not captured: it keeps
-running eagerly, with one warning.
+new executor (``reshape``/``simple_bind``) and a new capture. Random draws are captured
+where the op draws its seed on the device (``OpDef.random == "device"``: Dropout, RReLU,
+the samplers; each replay draws anew); a plan with an op that draws through the host is
+not captured, and one that synchronises with the host fails its capture and keeps running
+eagerly, with one warning.
 
 An executor's step lists run through one :class:`StepCalls`, which pairs each backward
 with the forward whose values it reads (a backward is captured and replayed only right
@@ -33,8 +35,23 @@ def wanted(device: torch.device, steps: list) -> bool:
     """Whether this step list should be captured on ``device``."""
     if device.type != "cuda" or not config.get().cuda_graphs or not steps:
         return False
-    return not any(step[-1].op is not None and step[-1].op.draws_random(step[1])
+    return not any(step[-1].op is not None and step[-1].op.draws_on_host(step[1])
                    for step in steps)
+
+
+def _register_generators(graph) -> None:
+    """Register symgraph's CUDA generators of the current device with ``graph``: random
+    draws inside the capture (``ops.base.draw_seed``) then advance at every replay. Older
+    torch requires it for a generator other than the default one; newer torch registers
+    generators itself and keeps the call as a deprecated no-op."""
+    register = getattr(graph, "register_generator_state", None)
+    if register is None:
+        return
+    from .. import random as _random
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for gen in _random.cuda_generators(torch.cuda.current_device()):
+            register(gen)
 
 
 class CudaBackend:
@@ -47,6 +64,7 @@ class CudaBackend:
 
     @staticmethod
     def capturing(graph, pool):
+        _register_generators(graph)
         return torch.cuda.graph(graph, pool=pool)
 
     @staticmethod

@@ -26,13 +26,13 @@ import math
 import torch
 import triton.language as tl
 
-from .philox import philox, uniform
+from .philox import philox, seed_arg, seed_key, uniform
 from .runtime import block_for, cdiv, kernel
 from .table import KernelSpec, tensor_bytes
 
 
 @kernel
-def _dropout_kernel(x, mask, out, n, seed_lo, seed_hi, keep, scale, HAS_X: tl.constexpr,
+def _dropout_kernel(x, mask, out, n, seed, keep, scale, HAS_X: tl.constexpr,
                     RRELU: tl.constexpr, BLOCK: tl.constexpr):
     """Dropout: mask[k] = scale if u(seed, k) < keep else 0, out[k] = x[k] * mask[k].
     RRELU: mask[k] = keep + u(seed, k) * scale (a slope), out[k] = x > 0 ? x : x * mask."""
@@ -40,8 +40,7 @@ def _dropout_kernel(x, mask, out, n, seed_lo, seed_hi, keep, scale, HAS_X: tl.co
     valid = offs < n
     c0 = (offs & 0xFFFFFFFF).to(tl.uint32)
     c1 = (offs >> 32).to(tl.uint32)
-    k0 = (offs * 0 + seed_lo).to(tl.uint32)
-    k1 = (offs * 0 + seed_hi).to(tl.uint32)
+    k0, k1 = seed_key(seed, offs)
     w, _, _, _ = philox(c0, c1, c0 * 0, c0 * 0, k0, k1)
     u = uniform(w)
     if RRELU:
@@ -76,29 +75,28 @@ def _scale(p: float) -> tuple[float, float]:
     return keep, (1.0 / keep if keep > 0 else float("inf"))
 
 
-def dropout_mask(shape, p: float, seed: int, dtype=torch.float32, device=None,
+def dropout_mask(shape, p: float, seed, dtype=torch.float32, device=None,
                  out=None) -> torch.Tensor:
     """The scaled mask alone (for shared-draw ``axes``, broadcast afterwards)."""
     mask = out if out is not None else torch.empty(tuple(shape), dtype=dtype, device=device)
     n = mask.numel()
     keep, scale = _scale(p)
     block = _block(n, mask.device)
-    _dropout_kernel[(cdiv(n, block),)](mask, mask, mask, n, seed & 0xFFFFFFFF,
-                                       (seed >> 32) & 0xFFFFFFFF, keep, scale, HAS_X=False,
-                                       RRELU=False, BLOCK=block)
+    _dropout_kernel[(cdiv(n, block),)](mask, mask, mask, n, seed_arg(seed, mask.device),
+                                       keep, scale, HAS_X=False, RRELU=False, BLOCK=block)
     return mask
 
 
-def dropout(x: torch.Tensor, p: float, seed: int, out=None) -> tuple:
-    """``(x * mask, mask)`` with the mask drawn from ``seed``; one pass over x."""
+def dropout(x: torch.Tensor, p: float, seed, out=None) -> tuple:
+    """``(x * mask, mask)`` with the mask drawn from ``seed`` (an ``int`` or a one-element
+    int64 tensor on x's device); one pass over x."""
     x = x.contiguous()
     y, mask = out if out is not None else (torch.empty_like(x), torch.empty_like(x))
     n = x.numel()
     keep, scale = _scale(p)
     block = _block(n, x.device)
-    _dropout_kernel[(cdiv(n, block),)](x, mask, y, n, seed & 0xFFFFFFFF,
-                                       (seed >> 32) & 0xFFFFFFFF, keep, scale, HAS_X=True,
-                                       RRELU=False, BLOCK=block)
+    _dropout_kernel[(cdiv(n, block),)](x, mask, y, n, seed_arg(seed, x.device), keep, scale,
+                                       HAS_X=True, RRELU=False, BLOCK=block)
     return y, mask
 
 
@@ -116,7 +114,7 @@ def dropout_ref(x: torch.Tensor, p: float, seed: int) -> tuple:
     return (x.float() * mask.float()).to(x.dtype), mask
 
 
-def rrelu(x: torch.Tensor, lower: float, upper: float, seed: int, out=None) -> tuple:
+def rrelu(x: torch.Tensor, lower: float, upper: float, seed, out=None) -> tuple:
     """Randomized leaky ReLU: ``(x > 0 ? x : x * mask, mask)`` with slopes
     ``mask ~ U(lower, upper)`` drawn from ``seed``; one pass over x."""
     x = x.contiguous()
@@ -124,10 +122,9 @@ def rrelu(x: torch.Tensor, lower: float, upper: float, seed: int, out=None) -> t
     n = x.numel()
     if n:
         block = _block(n, x.device)
-        _dropout_kernel[(cdiv(n, block),)](x, mask, y, n, seed & 0xFFFFFFFF,
-                                           (seed >> 32) & 0xFFFFFFFF, float(lower),
-                                           float(upper) - float(lower), HAS_X=True,
-                                           RRELU=True, BLOCK=block)
+        _dropout_kernel[(cdiv(n, block),)](x, mask, y, n, seed_arg(seed, x.device),
+                                           float(lower), float(upper) - float(lower),
+                                           HAS_X=True, RRELU=True, BLOCK=block)
     return y, mask
 
 

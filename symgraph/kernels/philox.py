@@ -5,7 +5,10 @@ on a 128-bit counter and a 64-bit key, with the constants and rounds of
 ``triton.language.random``; ``uniform``/``uniform64`` map output words to [0, 1) as
 ``tl.rand`` does (31 bits) and as numpy's ``random_double`` does (53 bits). A kernel keys
 Philox with its launch seed and counts with the element index (and a round or stream
-number), so a seed reproduces every draw on any grid.
+number), so a seed reproduces every draw on any grid. Launches read the seed from a
+one-element int64 tensor (:func:`seed_key` on the device, :func:`seed_arg` on the host): an
+op draws it on its device from the executor's generator, with no host read, so a step list
+that draws random numbers can be captured as a CUDA graph and every replay draws anew.
 
 These are device functions (:func:`device`): ``@triton.jit`` helpers that compiled kernels
 inline and that interpreted kernels (CPU tensors, :mod:`symgraph.kernels.runtime`) call through
@@ -83,6 +86,31 @@ def _mul_wide(a: int, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(high, low) 32-bit words of a * b for 32-bit a, b, without overflowing int64."""
     t = a * (b >> 16) + ((a * (b & 0xFFFF)) >> 16)  # (a * b) >> 16, below 2^49
     return t >> 16, (((t & 0xFFFF) << 16) | ((a * (b & 0xFFFF)) & 0xFFFF)) & _U32
+
+
+@device
+def seed_key(seed, offs):
+    """The Philox key (two uint32 words shaped like ``offs``) of the 62-bit seed that the
+    one-element int64 tensor ``seed`` holds."""
+    s = offs * 0 + tl.load(seed)
+    return (s & 0xFFFFFFFF).to(tl.uint32), ((s >> 32) & 0xFFFFFFFF).to(tl.uint32)
+
+
+def seed_arg(seed, device) -> torch.Tensor:
+    """A launch's seed argument: a one-element int64 tensor on ``device`` (an ``int`` is
+    copied there once per value: tests, fixed seeds)."""
+    if isinstance(seed, torch.Tensor):
+        if seed.numel() != 1 or seed.dtype != torch.int64:
+            raise ValueError(f"a seed tensor holds one int64, got {seed.dtype} of shape "
+                             f"{tuple(seed.shape)}")
+        return seed if seed.device == torch.device(device) else seed.to(device)
+    from .runtime import device_meta
+    return device_meta([int(seed)], device)
+
+
+def seed_int(seed) -> int:
+    """A seed (``int`` or one-element tensor) as an ``int``, for the torch references."""
+    return int(seed)
 
 
 @device

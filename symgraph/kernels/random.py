@@ -38,10 +38,21 @@ import triton.language as tl
 
 from .copy import copy_view, fill
 from .index import take
-from .philox import device, philox, philox_ref, uniform, uniform64, uniform64_ref, uniform_ref
+from .philox import (
+    device,
+    philox,
+    philox_ref,
+    seed_arg,
+    seed_int,
+    seed_key,
+    uniform,
+    uniform64,
+    uniform64_ref,
+    uniform_ref,
+)
 from .random_pdf import lgamma, lgamma_ref, log1p_, log1p_ref
 from .reduce import MAX, SUM
-from .runtime import block_for, cdiv, kernel
+from .runtime import block_for, cdiv, device_meta, kernel
 from .table import KernelSpec, tensor_bytes
 
 CODES = {"uniform": 0, "normal": 1, "gamma": 2, "exponential": 3, "poisson": 4,
@@ -56,15 +67,8 @@ def _block(n: int, dev: torch.device) -> int:
     return block_for(n, cap=1024 if dev.type == "cuda" else 4096)
 
 
-def _key(seed: int) -> tuple[int, int]:
-    """The seed's two 32-bit words as int32 arguments: one specialization for every seed
-    (the kernels take the bits back with ``.to(tl.uint32)``)."""
-    lo, hi = seed & _U32, (seed >> 32) & _U32
-    return lo - (lo >> 31 << 32), hi - (hi >> 31 << 32)
-
-
 # launch arguments that change every call: no recompilation for their values
-_VARYING = ("offset", "seed_lo", "seed_hi")
+_VARYING = ("offset",)
 
 
 def _acc(dtype: torch.dtype) -> torch.dtype:
@@ -88,6 +92,7 @@ def _pair(k, rnd, stream, k0, k1, FP64: tl.constexpr):
 
 
 def _pair_ref(k, rnd, stream, seed: int, fp64: bool):
+    seed = seed_int(seed)
     w = philox_ref(k & _U32, k >> 32, rnd, stream, seed & _U32, (seed >> 32) & _U32)
     if fp64:
         return uniform64_ref(w[0], w[1]), uniform64_ref(w[2], w[3])
@@ -254,15 +259,14 @@ def _poisson_ref(k, lam, seed: int, fp64: bool):
 # ---------------------------------------------------------------- samplers
 
 @kernel(do_not_specialize=_VARYING)
-def _sample_kernel(a, b, out, n, inner, offset, seed_lo, seed_hi, DIST: tl.constexpr,
+def _sample_kernel(a, b, out, n, inner, offset, seed, DIST: tl.constexpr,
                    FP64: tl.constexpr, ROUNDS: tl.constexpr, BLOCK: tl.constexpr):
     """out[j, i] ~ DIST(a[j], b[j]) for the ``inner`` draws i of parameter set j."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     valid = offs < n
     j = offs // inner
     k = offs + offset
-    k0 = (offs * 0 + seed_lo).to(tl.uint32)
-    k1 = (offs * 0 + seed_hi).to(tl.uint32)
+    k0, k1 = seed_key(seed, offs)
     av = tl.load(a + j, mask=valid, other=1)
     bv = tl.load(b + j, mask=valid, other=2)
     if DIST == 7:  # randint: 63 random bits modulo the range (int64 bounds)
@@ -309,18 +313,20 @@ def _params(dist: str, a, b, dtype: torch.dtype, dev) -> tuple[torch.Tensor, tor
     kind = {"randint": torch.int64, "log_uniform": torch.float64}.get(dist, _acc(dtype))
 
     def cast(v):
-        v = v.to(device=dev, dtype=kind) if isinstance(v, torch.Tensor) else \
-            torch.tensor(v, dtype=kind, device=dev)
+        if isinstance(v, torch.Tensor):
+            return v.to(device=dev, dtype=kind).contiguous()
+        return device_meta([v], dev, kind).reshape(())  # copied once per value
         return v.contiguous()
     a = cast(a)
     return a, (a if b is None else cast(b))
 
 
-def sample(dist: str, a, b, shape: tuple, seed: int, dtype: torch.dtype = torch.float32,
+def sample(dist: str, a, b, shape: tuple, seed, dtype: torch.dtype = torch.float32,
            offset: int = 0, out=None, device=None) -> torch.Tensor:
     """``shape`` draws from ``dist`` for each element of the parameters ``a``/``b`` (numbers
     or tensors of one shape, the output's leading dimensions); ``offset`` shifts the
-    element counters (a continued stream). ``randint`` draws in ``[a, b)``."""
+    element counters (a continued stream). ``randint`` draws in ``[a, b)``. ``seed``: an
+    ``int`` or a one-element int64 tensor on the device (:func:`philox.seed_arg`)."""
     dev = device or (a.device if isinstance(a, torch.Tensor) else torch.device("cpu"))
     a, b = _params(dist, a, b, dtype, dev)
     full = tuple(a.shape) + tuple(shape)
@@ -328,7 +334,7 @@ def sample(dist: str, a, b, shape: tuple, seed: int, dtype: torch.dtype = torch.
     n, inner = out.numel(), math.prod(shape)
     if n:
         block = _block(n, dev)
-        _sample_kernel[(cdiv(n, block),)](a, b, out, n, inner, offset, *_key(seed),
+        _sample_kernel[(cdiv(n, block),)](a, b, out, n, inner, offset, seed_arg(seed, dev),
                                           DIST=CODES[dist],
                                           FP64=dtype == torch.float64 or dist == "log_uniform",
                                           ROUNDS=ROUNDS, BLOCK=block)
@@ -345,6 +351,7 @@ def sample_ref(dist: str, a, b, shape: tuple, seed: int, dtype: torch.dtype = to
     av, bv = a.reshape(view).expand(full), b.reshape(view).expand(full)
     k = torch.arange(math.prod(full), dtype=torch.int64, device=dev).reshape(full) + offset
     fp64 = dtype == torch.float64 or dist == "log_uniform"
+    seed = seed_int(seed)
     if dist == "randint":
         w = philox_ref(k & _U32, k >> 32, 0, 0, seed & _U32, (seed >> 32) & _U32)
         return (av + (((w[0] & 0x7FFFFFFF) << 32) | w[1]) % (bv - av)).to(dtype)
@@ -385,15 +392,14 @@ def _cumsum_kernel(p, c, K, BLOCK: tl.constexpr):
         carry += tl.reduce(v, 0, SUM)
 
 
-@kernel(do_not_specialize=_VARYING[1:])
-def _multinomial_kernel(c, p, out, logp, n, per_row, K, steps, seed_lo, seed_hi,
+@kernel
+def _multinomial_kernel(c, p, out, logp, n, per_row, K, steps, seed,
                         GET_PROB: tl.constexpr, FP64: tl.constexpr, BLOCK: tl.constexpr):
     """out = #{i: c[r, i] <= u} (searchsorted right) by binary search; logp = log p[r, out]."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     valid = offs < n
     row = offs // per_row
-    k0 = (offs * 0 + seed_lo).to(tl.uint32)
-    k1 = (offs * 0 + seed_hi).to(tl.uint32)
+    k0, k1 = seed_key(seed, offs)
     u, _ = _pair(offs, 0, 0, k0, k1, FP64)
     lo = offs * 0
     hi = lo + K
@@ -411,7 +417,7 @@ def _multinomial_kernel(c, p, out, logp, n, per_row, K, steps, seed_lo, seed_hi,
                  mask=valid)
 
 
-def multinomial(probs: torch.Tensor, per_row: int, seed: int, dtype: torch.dtype = torch.int32,
+def multinomial(probs: torch.Tensor, per_row: int, seed, dtype: torch.dtype = torch.int32,
                 get_prob: bool = False, out=None):
     """``per_row`` class draws from each row of ``probs`` (last axis; not normalised: past
     the row's sum is class K): ``(rows, per_row)`` indices, and their log-probabilities."""
@@ -431,7 +437,7 @@ def multinomial(probs: torch.Tensor, per_row: int, seed: int, dtype: torch.dtype
         _cumsum_kernel[(rows.shape[0],)](rows, cums, k, BLOCK=block_for(k, cap=cap))
         block = _block(n, probs.device)
         _multinomial_kernel[(cdiv(n, block),)](
-            cums, rows, cls, logp, n, per_row, k, k.bit_length(), *_key(seed),
+            cums, rows, cls, logp, n, per_row, k, k.bit_length(), seed_arg(seed, probs.device),
             GET_PROB=get_prob, FP64=acc == torch.float64, BLOCK=block)
     return out
 
@@ -494,7 +500,7 @@ def multinomial_backward_ref(og: torch.Tensor, probs: torch.Tensor,
 
 # ---------------------------------------------------------------- shuffle
 
-def shuffle(x: torch.Tensor, seed: int, out=None) -> torch.Tensor:
+def shuffle(x: torch.Tensor, seed, out=None) -> torch.Tensor:
     """``x`` with its first axis permuted: 62-bit Philox keys per row, sorted (torch), and
     the rows gathered by the ``take`` kernel."""
     if x.dim() == 0 or x.shape[0] == 0:

@@ -68,8 +68,8 @@ class BucketArena:
     (``unshared_bytes``): activating a bucket releases the intermediates the previously
     active one kept (:meth:`Executor.release_values`), and on CUDA every executor's graph
     captures draw on one ``torch.cuda.graph_pool_handle()`` pool, to which a released
-    bucket's captured intermediates go back (its graphs stay: ``cuda_graph.StepCalls``). ``peak_bytes`` is the
-    largest ``planned_bytes`` seen, including buckets evicted since.
+    bucket's captured intermediates go back (its graphs stay: ``cuda_graph.StepCalls``).
+    ``peak_bytes`` is the largest ``planned_bytes`` seen, including buckets evicted since.
 
     >>> import symgraph as mx
     >>> arena = BucketArena()

@@ -42,6 +42,16 @@ class Runtime:
         self.checks: list = []  # (device flag, error) pairs of the run in progress
 
 
+def draw_seed(rt: Runtime) -> torch.Tensor:
+    """A 62-bit launch seed for a Philox kernel (``kernels/philox.py``): a one-element int64
+    tensor drawn on the runtime's device from its generator (``mx.random.seed`` reproduces
+    it). Nothing is read back to the host, so a step list that draws can be captured as a
+    CUDA graph, and each replay draws a new seed (torch advances a captured generator)."""
+    gen = rt.generator
+    return torch.randint(0, 1 << 62, (1,), generator=gen,
+                         device=gen.device if gen is not None else rt.device)
+
+
 def check(rt: Runtime | None, bad: torch.Tensor, error: Callable[[], Exception],
           traced: str) -> None:
     """Raise ``error()`` if the device boolean ``bad`` is true: at once on the CPU; with
@@ -201,8 +211,10 @@ class OpDef:
     loss: bool = False  # gradient ignores the head gradient (SoftmaxOutput, MakeLoss, ...)
     hidden: bool = False  # internal op (backward helpers); no public sym.X function
     key_var_num_args: str | None = None  # param that counts variadic inputs ("num_args")
-    # draws from the generator (forward is not a pure function): bool, or p -> bool
-    random: bool | Callable[[Params], bool] = False
+    # draws from the generator (forward is not a pure function): bool, or p -> bool; or
+    # "device" (or p -> "device"): it draws only on the device (``draw_seed``, the device
+    # generator), with no host read, so a step list running it can be captured
+    random: bool | str | Callable[[Params], bool | str] = False
     # False: MXNet registers no gradient (an optimizer update); backward through it is an error
     differentiable: bool = True
     # Triton expression of an elementwise op: a str.format template over the inputs ({0}, {1},
@@ -258,6 +270,12 @@ class OpDef:
     def draws_random(self, p: Params) -> bool:
         """Whether a node with these params draws random numbers."""
         return bool(self.random(p) if callable(self.random) else self.random)
+
+    def draws_on_host(self, p: Params) -> bool:
+        """Whether a node with these params draws random numbers through the host (a
+        CUDA graph would replay the draw it captured), not only on the device."""
+        kind = self.random(p) if callable(self.random) else self.random
+        return bool(kind) and kind != "device"
 
     def activation_name(self, p: Params) -> str | None:
         """Which activation the op is (None: not a pure activation)."""

@@ -24,7 +24,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, register
+from .base import Case, OpDef, draw_seed, register
 
 _PARAMS = (
     Param("p", "float", 0.5, doc="Fraction of the input dropped during training."),
@@ -68,9 +68,7 @@ def triton_dropout(p, ins, aux, rt):
     x = ins[0]
     if not (rt.is_train or p.mode == "always") or p.p == 0:
         return x.clone(), torch.ones_like(x)
-    gen = rt.generator
-    seed = int(torch.randint(0, 1 << 62, (1,), generator=gen,
-                             device=gen.device if gen is not None else "cpu"))
+    seed = draw_seed(rt)
     if not p.axes:
         return dropout(x, p.p, seed)
     draw_shape = list(x.shape)
@@ -82,7 +80,7 @@ def triton_dropout(p, ins, aux, rt):
 
 register(OpDef(
     name="Dropout", params=_PARAMS, outputs=("output", "mask"), num_visible=lambda p: 1,
-    infer_shape=_shape, forward=_forward, random=True, kernel=triton_dropout,
+    infer_shape=_shape, forward=_forward, random="device", kernel=triton_dropout,
     gradient=lambda g, p, ins, outs, og: [g.op("elemwise_mul", og[0], outs[1])],
     cases=(Case(((4, 5),)),
            Case(((2, 3, 4),), {"p": 0.3, "axes": (1,)}),

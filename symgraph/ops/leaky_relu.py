@@ -29,7 +29,7 @@ import torch
 
 from ..attrs import Param
 from ..base import ShapeError
-from .base import Case, OpDef, Special, register
+from .base import Case, OpDef, Special, draw_seed, register
 
 _ACTS = ("elu", "gelu", "leaky", "prelu", "rrelu", "selu")
 _PARAMS = (
@@ -205,10 +205,7 @@ def triton_leaky_relu(p, ins, aux, rt):
         return _run_expr((_expr(p),), [x], x)
     if rt.is_train:
         from ..kernels.dropout import rrelu
-        gen = rt.generator
-        seed = int(torch.randint(0, 1 << 62, (1,), generator=gen,
-                                 device=gen.device if gen is not None else "cpu"))
-        return rrelu(x, p.lower_bound, p.upper_bound, seed)
+        return rrelu(x, p.lower_bound, p.upper_bound, draw_seed(rt))
     from ..kernels.copy import fill
     mean = (p.lower_bound + p.upper_bound) / 2.0
     out = _run_expr((f"tl.where({{0}} > 0.0, {{0}}, {{0}} * {mean!r})",), [x], x)[0]
@@ -243,7 +240,7 @@ register(OpDef(
     name="LeakyReLU", params=_PARAMS, inputs=_inputs, outputs=_outputs,
     infer_shape=_shape, forward=_forward, gradient=_gradient, expr=_expr,
     kernel=triton_leaky_relu,
-    random=lambda p: p.act_type == "rrelu",  # rrelu draws its slopes
+    random=lambda p: "device" if p.act_type == "rrelu" else False,  # rrelu draws slopes
     # MXNet's initial slope, whatever the act_type
     special=Special(var_attrs={"gamma": {"__init__": '["Constant", {"value": 0.25}]'}}),
     cases=(Case(((3, 5),)),

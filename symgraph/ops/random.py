@@ -14,11 +14,12 @@
 Samplers draw from the runtime's generator (``rt.generator``: one per device,
 :mod:`symgraph.random`), so ``mx.random.seed`` reproduces them. The numbers are torch's, not
 MXNet's; the distributions are the same. On the Triton path (``kernel``) each launch takes a
-62-bit seed from that generator and draws from Philox (``kernels/random.py``): the same
-distributions, other numbers; densities run ``kernels/random_pdf.py``. Samplers compute in
-float32 (float64 for float64 outputs) and round to the output dtype. As in MXNet, sampling is
-not differentiated: gradients of the parameters are zeros, and ``_shuffle`` has no gradient
-at all.
+62-bit seed drawn on the device from that generator (``draw_seed``: no host read, so these
+ops are ``random="device"`` and capture as CUDA graphs) and draws from Philox
+(``kernels/random.py``): the same distributions, other numbers; densities run
+``kernels/random_pdf.py``. Samplers compute in float32 (float64 for float64 outputs) and
+round to the output dtype. As in MXNet, sampling is not differentiated: gradients of the
+parameters are zeros, and ``_shuffle`` has no gradient at all.
 
 >>> import symgraph as mx
 >>> mx.random.seed(3)
@@ -44,7 +45,17 @@ import torch
 
 from ..attrs import Param
 from ..base import TORCH_TO_NAME, AttrError, DTypeError, MXNetError, ShapeError, to_torch_dtype
-from .base import Case, OpDef, PlanHints, known, merge_shape, register, same_type, unary_shape
+from .base import (
+    Case,
+    OpDef,
+    PlanHints,
+    draw_seed,
+    known,
+    merge_shape,
+    register,
+    same_type,
+    unary_shape,
+)
 
 _FLOATS = ("float16", "float32", "float64")
 
@@ -64,13 +75,6 @@ def _check_float_input(dtype_name: str | None, op: str) -> None:
     if dtype_name is not None and dtype_name not in _FLOATS:
         raise DTypeError(f"{op}: this operation only supports floating point types, not "
                          f"{dtype_name}")
-
-
-def _seed(rt) -> int:
-    """A launch seed for a Philox kernel, drawn from the runtime's generator (as Dropout's)."""
-    gen = rt.generator
-    return int(torch.randint(0, 1 << 62, (1,), generator=gen,
-                             device=gen.device if gen is not None else "cpu"))
 
 
 def _named(fn: Callable, name: str) -> Callable:
@@ -247,7 +251,7 @@ def _random_op(d: _Dist) -> OpDef:
     def kernel(p, ins, aux, rt):
         from ..kernels.random import sample
         dtype = to_torch_dtype(p.dtype or "float32")
-        return (sample(d.name, *_scalar_params(d, p), _out_shape(p), _seed(rt), dtype,
+        return (sample(d.name, *_scalar_params(d, p), _out_shape(p), draw_seed(rt), dtype,
                        device=rt.device),)
 
     def check(p):
@@ -259,7 +263,8 @@ def _random_op(d: _Dist) -> OpDef:
         name=f"_random_{d.name}", aliases=aliases, params=d.scalars + _CREATION, inputs=(),
         infer_shape=_creation_shape, infer_type=lambda p, t: ([], [p.dtype or "float32"]),
         forward=forward, kernel=_named(kernel, f"triton_random_{d.name}"), check=check,
-        random=True, hints=PlanHints(reads_out_shape=True), gradient=lambda g, p, ins, outs, og: [],
+        random="device", hints=PlanHints(reads_out_shape=True),
+        gradient=lambda g, p, ins, outs, og: [],
         cases=(Case((), {"shape": (3, 4), **d.example}, grad=False),
                Case((), {"shape": (5,), "dtype": "float64", **d.example}, grad=False)),
         doc=f"Samples of ``shape`` from the {d.name.replace('_', ' ')} distribution with "
@@ -283,14 +288,14 @@ def _like_op(d: _Dist) -> OpDef:
         from ..kernels.random import sample
         data = ins[0]
         _check_float_input(TORCH_TO_NAME.get(data.dtype), f"_random_{d.name}_like")
-        return (sample(d.name, *_scalar_params(d, p), tuple(data.shape), _seed(rt),
+        return (sample(d.name, *_scalar_params(d, p), tuple(data.shape), draw_seed(rt),
                        data.dtype, device=data.device),)
 
     return OpDef(
         name=f"_random_{d.name}_like", params=d.scalars, inputs=("data",),
         infer_shape=unary_shape, infer_type=_like_type, forward=forward,
         kernel=_named(kernel, f"triton_random_{d.name}_like"), check=d.check,
-        random=True, gradient=_no_gradient,
+        random="device", gradient=_no_gradient,
         cases=(Case(((3, 4),), dict(d.example), grad=False),),
         doc=f"Samples from the {d.name.replace('_', ' ')} distribution, shaped and typed like "
             "``data``.")
@@ -326,14 +331,15 @@ def _sample_op(d: _Dist) -> OpDef:
         from ..kernels.random import sample
         dtype = to_torch_dtype(p.dtype or "float32")
         return (sample(d.name, ins[0], ins[1] if len(ins) > 1 else None, tuple(p.shape),
-                       _seed(rt), dtype),)
+                       draw_seed(rt), dtype),)
 
     low, high = (0.1, 0.9) if d.name == "negative_binomial" else (0.5, 2.0)
     return OpDef(
         name=f"_sample_{d.name}", aliases=(f"sample_{d.name}",), params=_SAMPLE,
         inputs=d.inputs, infer_shape=_sample_shape, infer_type=_sample_type, forward=forward,
         kernel=_named(kernel, f"triton_sample_{d.name}"),
-        check=lambda p: _check_dtype(p.dtype, _FLOATS), random=True, gradient=_no_gradient,
+        check=lambda p: _check_dtype(p.dtype, _FLOATS), random="device",
+        gradient=_no_gradient,
         cases=(Case(((2, 3),) * len(d.inputs), {"shape": (4,)}, low=low, high=high,
                     grad=False),
                Case(((3,),) * len(d.inputs), {"dtype": "float64"}, low=low, high=high,
@@ -360,7 +366,8 @@ def _randint_forward(p, ins, aux, rt):
 def _randint_kernel(p, ins, aux, rt):
     from ..kernels.random import sample
     dtype = to_torch_dtype(p.dtype or "int32")
-    return (sample("randint", p.low, p.high, _out_shape(p), _seed(rt), dtype, device=rt.device),)
+    return (sample("randint", p.low, p.high, _out_shape(p), draw_seed(rt), dtype,
+                   device=rt.device),)
 
 
 def _randint_check(p):
@@ -378,7 +385,7 @@ register(OpDef(
     inputs=(), infer_shape=_creation_shape,
     infer_type=lambda p, t: ([], [p.dtype or "int32"]), forward=_randint_forward,
     kernel=_named(_randint_kernel, "triton_random_randint"),
-    check=_randint_check, random=True, hints=PlanHints(reads_out_shape=True),
+    check=_randint_check, random="device", hints=PlanHints(reads_out_shape=True),
     gradient=lambda g, p, ins, outs, og: [],
     cases=(Case((), {"low": -3, "high": 7, "shape": (4, 5)}, grad=False),
            Case((), {"low": 0, "high": 2**40, "shape": (6,), "dtype": "int64"}, grad=False)),
@@ -432,7 +439,7 @@ def _multinomial_kernel(p, ins, aux, rt):
     from ..kernels.random import multinomial
     data = ins[0]
     out_shape = (tuple(data.shape[:-1]) + tuple(p.shape)) or (1,)
-    drawn = multinomial(data, math.prod(p.shape), _seed(rt), to_torch_dtype(p.dtype),
+    drawn = multinomial(data, math.prod(p.shape), draw_seed(rt), to_torch_dtype(p.dtype),
                         p.get_prob)
     return tuple(t.reshape(out_shape) for t in (drawn if p.get_prob else (drawn,)))
 
@@ -470,7 +477,7 @@ register(OpDef(
     inputs=("data",), outputs=lambda p: ["output0", "output1"] if p.get_prob else ["output"],
     infer_shape=_multinomial_shape, infer_type=_multinomial_type,
     forward=_multinomial_forward, kernel=_named(_multinomial_kernel, "triton_multinomial"),
-    random=True, gradient=_multinomial_gradient,
+    random="device", gradient=_multinomial_gradient,
     cases=(Case(((2, 5),), {"shape": (3,), "get_prob": True}, low=0.05, high=0.4,
                 no_grad_inputs=()),
            Case(((6,),), {"dtype": "float32"}, low=0.05, high=0.3, grad=False),
@@ -530,7 +537,7 @@ def _unique_zipfian_kernel(p, ins, aux, rt):
         return _zipfian_row(lambda count, drawn: sample(
             "log_uniform", p.range_max, None, (count,), seed, torch.int64, offset=drawn,
             device=rt.device), p.shape[1], rt.device)
-    return _zipfian_rows([row(_seed(rt)) for _ in range(p.shape[0])], rt.device)
+    return _zipfian_rows([row(draw_seed(rt)) for _ in range(p.shape[0])], rt.device)
 
 
 def _unique_zipfian_check(p):
@@ -565,7 +572,7 @@ def _shuffle_forward(p, ins, aux, rt):
 def _shuffle_kernel(p, ins, aux, rt):
     """Philox keys sorted into a permutation; the rows moved by the Triton gather."""
     from ..kernels.random import shuffle
-    return (shuffle(ins[0], _seed(rt)),)
+    return (shuffle(ins[0], draw_seed(rt)),)
 
 
 def _shuffle_gradient(g, p, ins, outs, og):
@@ -575,7 +582,7 @@ def _shuffle_gradient(g, p, ins, outs, og):
 
 register(OpDef(
     name="_shuffle", aliases=("shuffle",), infer_shape=unary_shape,
-    forward=_shuffle_forward, kernel=_named(_shuffle_kernel, "triton_shuffle"), random=True,
+    forward=_shuffle_forward, kernel=_named(_shuffle_kernel, "triton_shuffle"), random="device",
     gradient=_shuffle_gradient,
     cases=(Case(((5, 3),), grad=False), Case(((7,),), grad=False)),
     doc="A random permutation of ``data`` along its first axis (any dtype)."))

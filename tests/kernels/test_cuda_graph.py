@@ -47,11 +47,36 @@ def test_mlp_step_replayed_as_a_cuda_graph_matches_eager():
                                        rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.gpu
+@gpu
+def test_a_dropout_plan_is_captured_and_each_replay_draws_anew():
+    """Issue #22 item 2: Dropout draws its seed on the device, so its plan is captured; the
+    replays draw new masks, and ``mx.random.seed`` reproduces the replayed sequence."""
+    net = mx.sym.Dropout(mx.sym.Variable("x"), p=0.5, mode="always")
+    exe = net.simple_bind(mx.gpu(), x=(64, 64), grad_req="null")
+    exe.arg_dict["x"][:] = 1
+    for _ in range(cuda_graph.WARMUP_CALLS + 1):
+        exe.forward(is_train=True)
+    assert exe._calls.calls[("forward", True, True)].graph is not None
+    runs = []
+    for _ in range(2):
+        mx.random.seed(7)
+        masks = []
+        for _ in range(3):
+            exe.forward(is_train=True)
+            masks.append(exe.outputs[0].asnumpy().copy())
+        runs.append(masks)
+    assert not np.array_equal(runs[0][0], runs[0][1])
+    assert 0.4 < float((runs[0][1] > 0).mean()) < 0.6
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+
+
 # kernel entries that still copy host data or read device data per call (issue #22: the
 # HOST_COPIES list of tests/test_house_rules.py, plus data-dependent host reads)
 CAPTURE_PENDING = {"multi_proposal", "box_nms", "box_nms_backward", "bipartite_matching",
                    "multibox_detection"}
-CAPTURE_PENDING_FAMILIES = {"random"}  # host-side parameter tables of random draws
+CAPTURE_PENDING_FAMILIES: set = set()  # (random draws take device seeds since session 15)
 # entries that update their inputs in place: replay is checked to run, not for values
 STATEFUL = {"slice_assign", "slice_assign_scalar", "slice_scatter", "put_along_axis"}
 
