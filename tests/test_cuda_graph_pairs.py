@@ -219,7 +219,7 @@ def test_a_backward_without_its_graph_after_a_release_recomputes_the_forward_onc
     assert execs[0]._calls.calls[("backward", True, TRAIN)].graph is not None
 
 
-def test_a_monitored_or_profiled_forward_is_followed_by_an_eager_backward(graphed):
+def test_a_monitored_or_profiled_forward_is_followed_by_an_eager_backward(graphed, tmp_path):
     execs = _pair()
     for step in range(3):
         _train(execs, step)
@@ -241,12 +241,13 @@ def test_a_monitored_or_profiled_forward_is_followed_by_an_eager_backward(graphe
         exe.set_monitor_callback(None)
     _each(execs, monitored_backward)
     _same(*execs)
-    mx.profiler.set_config(profile_symbolic=True)
+    mx.profiler.set_config(profile_symbolic=True, filename=str(tmp_path / "trace.json"))
     mx.profiler.set_state("run")
     try:
         _each(execs, lambda exe: exe.forward(is_train=True, **_batch(12)))
     finally:
         mx.profiler.set_state("stop")
+        mx.profiler.set_config(profile_symbolic=False, filename=str(tmp_path / "unused.json"))
     _each(execs, lambda exe: exe.backward())
     _same(*execs)
     _train(execs, 13)
