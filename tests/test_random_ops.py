@@ -331,6 +331,9 @@ _DEVICE_DRAWS = [  # (symbol, input shapes): each op whose ``random`` is "device
      {"x": (3,), "y": (3,)}),
     (lambda: mx.sym.sample_multinomial(mx.sym.var("x"), shape=(3,)), {"x": (2, 4)}),
     (lambda: mx.sym.shuffle(mx.sym.var("x")), {"x": (6, 2)}),
+    (lambda: mx.sym.RNN(mx.sym.var("x"), mx.sym.var("w"), mx.sym.var("h"), mx.sym.var("c"),
+                        state_size=3, num_layers=2, mode="lstm", p=0.5),
+     {"x": (3, 2, 4), "h": (2, 2, 3), "c": (2, 2, 3)}),
 ]
 
 

@@ -58,7 +58,7 @@ import torch
 from .. import config
 from ..attrs import Param
 from ..base import AttrError, DTypeError, ShapeError
-from .base import Case, OpDef, PlanHints, register
+from .base import Case, OpDef, PlanHints, draw_seed, register
 
 GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 _FUSED = {"lstm": torch._VF.lstm, "gru": torch._VF.gru, "rnn_tanh": torch._VF.rnn_tanh,
@@ -225,12 +225,13 @@ def _masks(p, seed: int, shape: tuple, like: torch.Tensor) -> torch.Tensor:
     return (u >= p.p).to(like.dtype) * (1.0 / (1.0 - p.p))
 
 
-def run(p, x: torch.Tensor, w: torch.Tensor, hx: torch.Tensor, cx, seed: int = -1):
+def run(p, x: torch.Tensor, w: torch.Tensor, hx: torch.Tensor, cx, seed=-1):
     """The reference: ``(output, hy, cy or None)`` through torch's fused recurrent kernels."""
     flat = unpack(p, w, x.shape[2])
     fused, bi, layers = _FUSED[p.mode], p.bidirectional, p.num_layers
     # cuDNN keeps its reserve space only in training mode; dropout is 0 here either way
     train = torch.is_grad_enabled() and not p.projection_size
+    seed = int(seed)  # a device-drawn seed is read here: the reference is not captured
     if seed < 0:
         if p.mode == "lstm":
             return fused(x, (hx, cx), flat, True, layers, 0.0, train, bi, False)
@@ -255,20 +256,38 @@ def run(p, x: torch.Tensor, w: torch.Tensor, hx: torch.Tensor, cx, seed: int = -
     return y, torch.cat(hys), torch.cat(cys) if cys else None
 
 
-def _results(p, y, hy, cy, seed: int, like: torch.Tensor, reserve: torch.Tensor) -> tuple:
+_DRAWN = "drawn on the device"  # the seed output is itself the seed (Triton path)
+
+
+def _results(p, y, hy, cy, seed, like: torch.Tensor, reserve: torch.Tensor) -> tuple:
+    """The visible outputs, the seed output (an int seed in a tensor, or the device-drawn
+    seed tensor itself) and the reserve."""
     outs = [y, hy, cy][:_num_visible(p)]
     if _drops(p):
-        seed_out = torch.full((1,), seed, dtype=torch.int64, device=like.device)
-        seed_out.rnn_seed = (seed, seed_out._version)  # the backward reads it here
+        if isinstance(seed, torch.Tensor):
+            seed_out, value = seed, _DRAWN
+        else:
+            seed_out, value = torch.full((1,), seed, dtype=torch.int64, device=like.device), seed
+        seed_out.rnn_seed = (value, seed_out._version)  # the backward reads it here
         outs.append(seed_out)
     return (*outs, reserve)
 
 
-def _seed_of(t: torch.Tensor) -> int:
-    """The dropout seed a forward output carries (a device read only for a seed tensor
-    that did not come from a forward here, or was written since)."""
+def _seed_of(t: torch.Tensor):
+    """The dropout seed a forward output carries: an int, or the tensor itself when the
+    forward drew it on the device (a device read only for a seed tensor that did not come
+    from a forward here, or was written since)."""
     seed, version = getattr(t, "rnn_seed", (None, None))
-    return int(t) if seed is None or version != t._version else seed
+    if seed is None or version != t._version:
+        return int(t)
+    return t if seed is _DRAWN else seed
+
+
+def _same_seed(a, b) -> bool:
+    """Seeds equal without a device read (a device-drawn seed is its tensor object)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return a is b
+    return a == b
 
 
 # A training forward hands its backward what it needs through the hidden ``reserve`` output
@@ -295,7 +314,8 @@ def _reserved(reserve: torch.Tensor, rest, n_state: int, seed: int, kind: str):
     if entry is None:
         return None
     inputs, versions, saved_seed, saved_kind, payload = entry
-    same = all(a is b for a, b in zip(inputs, rest[:n_state])) and saved_seed == seed and \
+    same = all(a is b for a, b in zip(inputs, rest[:n_state])) and \
+        _same_seed(saved_seed, seed) and \
         saved_kind == kind and versions == tuple(t._version for t in rest[:n_state])
     return payload if same else None
 
@@ -398,12 +418,24 @@ def _gradient(g, p, ins, outs, og):
 
 # ---------------------------------------------------------------- Triton path
 
-def _layer_seed(seed: int, layer: int) -> int:
-    """Philox key of the mask after ``layer`` (one stream per layer)."""
-    return (seed + layer * 0x9E3779B97F4A7C15) & ((1 << 63) - 1)
+_GOLDEN = 0x9E3779B97F4A7C15
 
 
-def _triton_layers(p, x, w, hx, cx, seed: int):
+def _layer_seed(seed, layer: int):
+    """Philox key of the mask after ``layer`` (one stream per layer): the same value for an
+    int seed and, computed on the device, for a seed tensor (int64 arithmetic wraps)."""
+    if isinstance(seed, torch.Tensor):
+        step = layer * _GOLDEN % (1 << 64)
+        return (seed + (step - (1 << 64) if step >= 1 << 63 else step)) & ((1 << 63) - 1)
+    return (seed + layer * _GOLDEN) & ((1 << 63) - 1)
+
+
+def _dropping(seed) -> bool:
+    """Whether ``seed`` asks for dropout masks (-1: an inference forward's)."""
+    return isinstance(seed, torch.Tensor) or seed >= 0
+
+
+def _triton_layers(p, x, w, hx, cx, seed):
     """Run every layer with the Triton kernels. Returns (output, [hT], [cT], record) where
     ``record[layer]`` = (layer input (T*N, width), [per direction: (xw, h0, c0, w_ih, w_hh,
     b_hh, y, saved)], mask applied to the input or None)."""
@@ -415,7 +447,7 @@ def _triton_layers(p, x, w, hx, cx, seed: int):
     d, steps, batch = _dirs(p), x.shape[0], x.shape[1]
     hys, cys, record, inp, mask = [], [], [], x, None
     for layer in range(p.num_layers):
-        if layer and seed >= 0:
+        if layer and _dropping(seed):
             inp, mask = dropout(inp, p.p, _layer_seed(seed, layer - 1))
         inp2 = inp.reshape(steps * batch, inp.shape[2])
         dirs, ys = [], []
@@ -442,7 +474,8 @@ def triton_rnn(p, ins, aux, rt):
     if p.projection_size is not None:  # symgraph.kernels.rnn has no projection: the reference runs
         return _forward(p, ins, aux, rt)
     _check_supported(p, rt.is_train)
-    seed = _draw_seed(p, rt)
+    # the masks' seed is drawn on the device: no host read, so the step can be captured
+    seed = draw_seed(rt) if rt.is_train and _drops(p) else -1
     x = ins[0]
     y, hys, cys, record = _triton_layers(p, x, ins[1], ins[2],
                                          ins[3] if p.mode == "lstm" else None, seed)
@@ -565,7 +598,8 @@ register(OpDef(
 register(OpDef(
     name="RNN", params=_PARAMS, inputs=_inputs, outputs=_outputs, num_visible=_num_visible,
     check=_check, infer_shape=_shape, infer_type=_type, forward=_forward,
-    gradient=_gradient, kernel=triton_rnn, random=_drops, aliases=("_npx_rnn",),
+    gradient=_gradient, kernel=triton_rnn, aliases=("_npx_rnn",),
+    random=lambda p: "device" if _drops(p) else False,
     cases=(
         _case("rnn_tanh", (4, 2, 3), 3),
         _case("rnn_relu", (3, 2, 3), 2, 2, True, state_outputs=True),
