@@ -258,3 +258,15 @@ def test_backward_reads_the_dropout_seed_without_a_device_read(monkeypatch):
     assert rnn._seed_of(out) == 1234 and not reads
     out.fill_(77)
     assert rnn._seed_of(out) == 77 and len(reads) == 1
+
+
+def test_layer_mask_keys_agree_for_int_and_device_seeds():
+    """The Triton path draws its dropout seed on the device; the per-layer Philox keys it
+    derives there equal the ones an int seed gives (int64 arithmetic wraps as Python's
+    masked sum)."""
+    import torch
+
+    from symgraph.ops.rnn import _layer_seed
+    for seed in (5, (1 << 61) + 12345, (1 << 62) - 1):
+        for layer in range(4):
+            assert int(_layer_seed(torch.tensor([seed]), layer)) == _layer_seed(seed, layer)
