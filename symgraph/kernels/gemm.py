@@ -117,21 +117,23 @@ def tune_key(dims: tuple[str, ...], meta: dict, params) -> list[str]:
     K) alone made transposed operands and fused epilogues share a config tuned for
     another."""
     layout = [k for k in ("sak", "sbn") if k in params]
-    return [*dims, *layout, *sorted(k for k in ("HAS_BIAS", "ACT", "UPCAST", "IEEE")
+    return [*dims, *layout, *sorted(k for k in ("HAS_BIAS", "ACT", "UPCAST", "IEEE", "PARTIAL")
                                     if k in meta and k in params)]
 
 
 @kernel
 def _matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
-                   sa0, sam, sak, sb0, sbk, sbn, sc0, scm, scn, sbias_m, sbias_n,
+                   sa0, sam, sak, sb0, sbk, sbn, sc0, scm, scn, sbias_m, sbias_n, split, scs,
                    HAS_BIAS: tl.constexpr, ACT: tl.constexpr, FP64: tl.constexpr,
-                   SUMK: tl.constexpr,
+                   SUMK: tl.constexpr, PARTIAL: tl.constexpr,
                    IEEE: tl.constexpr, UPCAST: tl.constexpr, GROUP_M: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """One BLOCK_M x BLOCK_N tile of ``C[b] = act(A[b] @ B[b] + bias)``; batch b = axis 1.
 
     Tiles are taken in groups of GROUP_M tile rows that sweep the columns together, so the
-    rows of A and the columns of B they share stay in L2."""
+    rows of A and the columns of B they share stay in L2. Split-K (PARTIAL): program axis 2
+    takes one of ``split`` slices of K (whole BLOCK_K steps) and stores its fp32 partial sum
+    at ``c + slice * scs``, without the epilogue (``_splitk_sum_kernel`` adds the slices)."""
     pid, batch = tl.program_id(0), tl.program_id(1)
     n_tiles = (N + BLOCK_N - 1) // BLOCK_N  # (tl.cdiv is a nested jit call: not interpretable)
     m_tiles = (M + BLOCK_M - 1) // BLOCK_M
@@ -140,13 +142,16 @@ def _matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
     group_m = tl.minimum(m_tiles - first_m, GROUP_M)
     rm = (first_m + (pid % width) % group_m) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = ((pid % width) // group_m) * BLOCK_N + tl.arange(0, BLOCK_N)
+    per = ((K + split - 1) // split + BLOCK_K - 1) // BLOCK_K * BLOCK_K  # K of one slice
+    k_lo = tl.program_id(2) * per
+    k_hi = tl.minimum(K, k_lo + per)
     rk = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + batch * sa0 + rm[:, None] * sam + rk[None, :] * sak
-    b_ptrs = b_ptr + batch * sb0 + rk[:, None] * sbk + rn[None, :] * sbn
+    a_ptrs = a_ptr + batch * sa0 + rm[:, None] * sam + (rk[None, :] + k_lo) * sak
+    b_ptrs = b_ptr + batch * sb0 + (rk[:, None] + k_lo) * sbk + rn[None, :] * sbn
     acc = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float64 if FP64 else tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k0 < K), other=0.0)
-        b = tl.load(b_ptrs, mask=(rk[:, None] + k0 < K) & (rn[None, :] < N), other=0.0)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k0 < k_hi), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] + k0 < k_hi) & (rn[None, :] < N), other=0.0)
         if UPCAST:  # the interpreter's dot mistreats bf16 operands
             a, b = a.to(tl.float32), b.to(tl.float32)
         if SUMK:  # fp64 on CUDA: products summed over K (fp64 tl.dot fails to compile)
@@ -157,6 +162,11 @@ def _matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
             acc = tl.dot(a, b, acc)
         a_ptrs += BLOCK_K * sak
         b_ptrs += BLOCK_K * sbk
+    if PARTIAL:
+        c_ptrs = c_ptr + tl.program_id(2) * scs + batch * sc0 + rm[:, None] * scm + \
+            rn[None, :] * scn
+        tl.store(c_ptrs, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+        return
     if HAS_BIAS:  # epilogue inlined: nested @jit helpers do not run under the interpreter
         bias = tl.load(bias_ptr + rm[:, None] * sbias_m + rn[None, :] * sbias_n,
                        mask=(rm[:, None] < M) & (rn[None, :] < N), other=0.0)
@@ -171,6 +181,49 @@ def _matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@kernel
+def _splitk_sum_kernel(ws, bias_ptr, c_ptr, total, M, N, split, scs, sc0, scm, scn, sbias_m,
+                       sbias_n, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
+                       BLOCK: tl.constexpr):
+    """c[b, m, n] = act(sum over the ``split`` slices of ws + bias): the split-K epilogue
+    (ws: (split, B, M, N) fp32 partial sums, contiguous)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    valid = offs < total
+    acc = tl.full((BLOCK,), 0.0, tl.float32)
+    for sl in range(0, split):
+        acc += tl.load(ws + sl * scs + offs, mask=valid, other=0.0)
+    b, r = offs // (M * N), offs % (M * N)
+    m, n = r // N, r % N
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + m * sbias_m + n * sbias_n, mask=valid, other=0.0).to(
+            tl.float32)
+    if ACT == 1:
+        acc = tl.maximum(acc, 0.0)
+    elif ACT == 2:
+        acc = 1.0 / (1.0 + tl.exp(-acc))
+    elif ACT == 3:
+        acc = 2.0 / (1.0 + tl.exp(-2.0 * acc)) - 1.0
+    tl.store(c_ptr + b * sc0 + m * scm + n * scn, acc.to(c_ptr.dtype.element_ty), mask=valid)
+
+
+def split_for(nb: int, m: int, n: int, k: int, device: torch.device) -> int:
+    """How many slices of K a GEMM runs in parallel: on CUDA, when its output has too few
+    128x128 tiles to fill half the SMs and K is long (>= 2048), enough slices of at least
+    512 to fill them (at most 16); else 1. (The interpreter never splits: tests force it.)"""
+    if device.type != "cuda" or k < 2048:
+        return 1
+    tiles = nb * cdiv(m, 128) * cdiv(n, 128)
+    sms = _sm_count(device)
+    if tiles * 2 >= sms:
+        return 1
+    return max(1, min(16, sms // tiles, k // 512))
+
+
+@functools.cache
+def _sm_count(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def _check_out(out: torch.Tensor | None, shape: tuple, like: torch.Tensor) -> torch.Tensor:
     """The given ``out=`` (shape and dtype checked) or a new tensor."""
     if out is None:
@@ -182,8 +235,9 @@ def _check_out(out: torch.Tensor | None, shape: tuple, like: torch.Tensor) -> to
 
 
 def _gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias=None, bias_axis: int = 1,
-          act=None) -> torch.Tensor:
-    """Launch the batched matmul on 3-D views (B, M, K) x (B, K, N) -> (B, M, N)."""
+          act=None, split: int | None = None) -> torch.Tensor:
+    """Launch the batched matmul on 3-D views (B, M, K) x (B, K, N) -> (B, M, N); ``split``
+    slices of K (None: :func:`split_for`) summed by a second kernel with the epilogue."""
     if act not in ACTS:
         raise ValueError(f"act must be one of {sorted(k for k in ACTS if k)}, got {act!r}")
     nb, m, k = a.shape
@@ -194,13 +248,23 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias=None, bias_axi
         return c.copy_(_gemm_empty_k(c, bias, bias_axis, act))
     sbias = (0, 0) if bias is None else ((0, bias.stride(0)) if bias_axis == 1
                                          else (bias.stride(0), 0))
-    args = (a, b, a if bias is None else bias, c, m, n, k, *a.stride(), *b.stride(),
-            *c.stride(), *sbias)
-    meta = {"HAS_BIAS": bias is not None, "ACT": ACTS[act], "FP64": a.dtype == torch.float64,
+    fp64 = a.dtype == torch.float64
+    split = 1 if fp64 else (split_for(nb, m, n, k, a.device) if split is None else split)
+    meta = {"HAS_BIAS": bias is not None, "ACT": ACTS[act], "FP64": fp64,
             "IEEE": a.dtype in (torch.float32, torch.float64), "UPCAST": _upcast(a),
-            "GROUP_M": 8}
-    _launch(_matmul_kernel, lambda cfg: (cdiv(m, cfg["BLOCK_M"]) * cdiv(n, cfg["BLOCK_N"]), nb),
-            ("M", "N", "K"), args, meta)
+            "GROUP_M": 8, "PARTIAL": split > 1}
+    out = c if split == 1 else torch.empty((split, nb, m, n), dtype=torch.float32,
+                                           device=c.device)
+    args = (a, b, a if bias is None else bias, out, m, n, k, *a.stride(), *b.stride(),
+            *out.stride()[-3:], *sbias, split, out.stride(0) if split > 1 else 0)
+    _launch(_matmul_kernel, lambda cfg: (cdiv(m, cfg["BLOCK_M"]) * cdiv(n, cfg["BLOCK_N"]), nb,
+                                         split), ("M", "N", "K"), args, meta)
+    if split > 1:
+        total = nb * m * n
+        block = 1024 if c.is_cuda else 256
+        _splitk_sum_kernel[(cdiv(total, block),)](
+            out, a if bias is None else bias, c, total, m, n, split, out.stride(0),
+            *c.stride(), *sbias, HAS_BIAS=bias is not None, ACT=ACTS[act], BLOCK=block)
     return c
 
 
@@ -229,20 +293,22 @@ def _act_ref(x: torch.Tensor, act) -> torch.Tensor:
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, act=None,
-           out: torch.Tensor | None = None) -> torch.Tensor:
-    """``act(a @ b + bias)`` for 2-D a (M, K), b (K, N) in any strides; bias (N,)."""
+           out: torch.Tensor | None = None, split: int | None = None) -> torch.Tensor:
+    """``act(a @ b + bias)`` for 2-D a (M, K), b (K, N) in any strides; bias (N,).
+    ``split``: slices of K run in parallel (None: :func:`split_for` decides)."""
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype:
         raise ValueError(f"matmul expects (M, K) x (K, N) of one dtype, got {tuple(a.shape)} "
                          f"{a.dtype} and {tuple(b.shape)} {b.dtype}")
     if bias is not None and tuple(bias.shape) != (b.shape[1],):
         raise ValueError(f"bias must be ({b.shape[1]},), got {tuple(bias.shape)}")
     c = _check_out(out, (a.shape[0], b.shape[1]), a)
-    _gemm(a.unsqueeze(0), b.unsqueeze(0), c.unsqueeze(0), bias, 1, act)
+    _gemm(a.unsqueeze(0), b.unsqueeze(0), c.unsqueeze(0), bias, 1, act, split)
     return c
 
 
-def matmul_ref(a, b, bias=None, act=None):
-    """Reference: 2*M*N*K FLOPs; reads A, B (and bias), writes C."""
+def matmul_ref(a, b, bias=None, act=None, split=None):
+    """Reference: 2*M*N*K FLOPs; reads A, B (and bias), writes C (``split`` changes the
+    schedule only)."""
     c = a @ b if bias is None else torch.addmm(bias, a, b)
     return _act_ref(c, act)
 
@@ -647,6 +713,14 @@ def _make_mm_t_bias(dtype, device, shape):
             "relu"), {}
 
 
+def _make_mm_split(dtype, device, shape):
+    """(M, K, N, split): few output tiles, long K, bias and sigmoid: split-K."""
+    gen = torch.Generator().manual_seed(5)
+    m, k, n, split = shape
+    return (_randn(gen, (m, k), dtype, device), _randn(gen, (k, n), dtype, device),
+            _randn(gen, (n,), dtype, device), "sigmoid"), {"split": split}
+
+
 def _make_linear(dtype, device, shape):
     """(M, K, N): x (M, K), w (N, K), bias (N,), tanh epilogue."""
     gen = torch.Generator().manual_seed(2)
@@ -683,6 +757,10 @@ KERNELS = [
     KernelSpec(name="matmul_at_bias_relu", fn=matmul, ref=matmul_ref, make=_make_mm_t_bias,
                shapes=_MM_SHAPES, bench_shapes=_MM_BENCH, dtypes=_MM_DTYPES, tol=_TOL,
                flops=_mm_flops, family="gemm"),
+    KernelSpec(name="matmul_split_k", fn=matmul, ref=matmul_ref, make=_make_mm_split,
+               shapes=((5, 200, 7, 3), (17, 97, 33, 4)),
+               bench_shapes=((64, 16384, 64, 16), (128, 32768, 256, 8)),
+               dtypes=_MM_DTYPES, tol=_TOL, flops=_mm_flops, family="gemm"),
     KernelSpec(name="linear_bias_tanh", fn=linear, ref=linear_ref, make=_make_linear,
                shapes=((3, 37, 5), (17, 9, 33)), bench_shapes=((4096, 4096, 4096),),
                dtypes=_MM_DTYPES, tol=_TOL, flops=_linear_flops, family="gemm"),

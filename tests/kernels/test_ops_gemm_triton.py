@@ -38,3 +38,19 @@ def _snake(name: str) -> str:
     """``FullyConnected`` -> ``fully_connected``; ``_backward_dot`` -> ``backward_dot``."""
     out = "".join("_" + c.lower() if c.isupper() else c for c in name.strip("_"))
     return out.lstrip("_").replace("__", "_")
+
+
+def test_split_k_only_for_few_output_tiles_and_a_long_k(monkeypatch):
+    """Issue #22 item 4: a GEMM whose output fills less than half the SMs with 128x128
+    tiles and whose K is long runs slices of K in parallel (at least 512 each, at most 16);
+    the interpreter never splits unless asked (the table's ``matmul_split_k`` entry asks)."""
+    import torch
+
+    from symgraph.kernels import gemm
+    monkeypatch.setattr(gemm, "_sm_count", lambda device: 132)
+    cuda = torch.device("cuda")
+    assert gemm.split_for(1, 64, 64, 16384, cuda) == 16
+    assert gemm.split_for(1, 256, 256, 4096, cuda) == 8  # 4 tiles: K // 512 bounds it
+    assert gemm.split_for(2, 1024, 1024, 8192, cuda) == 1  # 128 tiles fill the SMs
+    assert gemm.split_for(1, 64, 64, 1024, cuda) == 1  # K too short to pay for the sum
+    assert gemm.split_for(1, 64, 64, 16384, torch.device("cpu")) == 1
