@@ -196,8 +196,8 @@ def rnn_layer_bwd_ref(mode: str, dy: torch.Tensor, dh_t, dc_t, xw: torch.Tensor,
 def _fwd_kernel(xw_ptr, hs_ptr, cs_ptr, w_ptr, b_ptr, gates_ptr, hn_ptr, sync_ptr,
                 N, H, T, step0, nsteps, MODE: tl.constexpr, REVERSE: tl.constexpr,
                 PERSISTENT: tl.constexpr, ACC: tl.constexpr, PREC: tl.constexpr,
-                UPCAST: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
-                BLOCK_K: tl.constexpr):
+                UPCAST: tl.constexpr, W_RESIDENT: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """Steps ``step0 .. step0 + nsteps`` (in processing order; REVERSE walks time back) on
     a BLOCK_N x BLOCK_H tile of h': the tile's G gate columns of ``h @ W_hh^T`` (one
     accumulator per gate), then the gate math (MODE: lstm, gru, tanh, relu).
@@ -205,7 +205,8 @@ def _fwd_kernel(xw_ptr, hs_ptr, cs_ptr, w_ptr, b_ptr, gates_ptr, hn_ptr, sync_pt
     ``hs`` and ``cs`` hold T + 1 states (the initial one in the slot walked first). Launched
     per step (nsteps 1), or once for the whole sequence with PERSISTENT: every program then
     waits at a grid-wide barrier (an acquire/release counter at ``sync_ptr``) after each
-    step, so the whole grid must be resident at once."""
+    step, so the whole grid must be resident at once. W_RESIDENT (H within one BLOCK_K):
+    the tile's recurrent weights are loaded once, before the steps, and stay in registers."""
     G: tl.constexpr = 4 if MODE == 0 else (3 if MODE == 1 else 1)
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     rh = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
@@ -213,6 +214,15 @@ def _fwd_kernel(xw_ptr, hs_ptr, cs_ptr, w_ptr, b_ptr, gates_ptr, hn_ptr, sync_pt
     off = rn[:, None] * H + rh[None, :]  # into (N, H) tensors
     goff = rn[:, None] * (G * H) + rh[None, :]  # into (N, G*H) tensors, gate 0
     w_ptrs0 = w_ptr + rh[None, :] * H  # W_hh^T tile of gate 0, rows k added per block
+    if W_RESIDENT:
+        rk_w = tl.arange(0, BLOCK_K)
+        w_keep = (rk_w[:, None] < H) & (rh[None, :] < H)
+        wr0 = tl.load(w_ptrs0 + rk_w[:, None], mask=w_keep, other=0.0)
+        if G > 1:
+            wr1 = tl.load(w_ptrs0 + rk_w[:, None] + H * H, mask=w_keep, other=0.0)
+            wr2 = tl.load(w_ptrs0 + rk_w[:, None] + 2 * H * H, mask=w_keep, other=0.0)
+        if G > 3:
+            wr3 = tl.load(w_ptrs0 + rk_w[:, None] + 3 * H * H, mask=w_keep, other=0.0)
     dt = hs_ptr.dtype.element_ty
     state = tl.program_id(0).to(tl.int64) * 0 + N * H  # elements of one step's state (int64)
     for s in range(step0, step0 + nsteps):
@@ -237,24 +247,36 @@ def _fwd_kernel(xw_ptr, hs_ptr, cs_ptr, w_ptr, b_ptr, gates_ptr, hn_ptr, sync_pt
             w_mask = (rk[:, None] < H) & (rh[None, :] < H)
             if UPCAST:  # the interpreter's dot mistreats bf16 operands
                 a = a.to(tl.float32)
-            w = tl.load(w_ptrs, mask=w_mask, other=0.0)
+            if W_RESIDENT:
+                w = wr0
+            else:
+                w = tl.load(w_ptrs, mask=w_mask, other=0.0)
             if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
                 acc0 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
             else:
                 acc0 = tl.dot(a, w.to(a.dtype), acc0, input_precision=PREC)
             if G > 1:
-                w = tl.load(w_ptrs + H * H, mask=w_mask, other=0.0)
+                if W_RESIDENT:
+                    w = wr1
+                else:
+                    w = tl.load(w_ptrs + H * H, mask=w_mask, other=0.0)
                 if PREC == "sum":
                     acc1 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
                 else:
                     acc1 = tl.dot(a, w.to(a.dtype), acc1, input_precision=PREC)
-                w = tl.load(w_ptrs + 2 * H * H, mask=w_mask, other=0.0)
+                if W_RESIDENT:
+                    w = wr2
+                else:
+                    w = tl.load(w_ptrs + 2 * H * H, mask=w_mask, other=0.0)
                 if PREC == "sum":
                     acc2 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
                 else:
                     acc2 = tl.dot(a, w.to(a.dtype), acc2, input_precision=PREC)
             if G > 3:
-                w = tl.load(w_ptrs + 3 * H * H, mask=w_mask, other=0.0)
+                if W_RESIDENT:
+                    w = wr3
+                else:
+                    w = tl.load(w_ptrs + 3 * H * H, mask=w_mask, other=0.0)
                 if PREC == "sum":
                     acc3 += tl.reduce(a[:, :, None] * w.to(a.dtype)[None, :, :], 1, SUM)
                 else:
@@ -314,8 +336,8 @@ def _bwd_kernel(dy_ptr, dxw_ptr, dhn_ptr, w_ptr, carry_in, carry_out, dc_in, dc_
                 MODE: tl.constexpr, REVERSE: tl.constexpr, HAS_NEXT: tl.constexpr,
                 HAS_CARRY: tl.constexpr, HAS_DC: tl.constexpr, FINAL: tl.constexpr,
                 PERSISTENT: tl.constexpr, ACC: tl.constexpr, PREC: tl.constexpr,
-                UPCAST: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
-                BLOCK_K: tl.constexpr):
+                UPCAST: tl.constexpr, W_RESIDENT: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """Backward steps ``k_hi`` down to ``k_lo`` (k: the step's place in the forward's
     processing order) on a BLOCK_N x BLOCK_H tile of dh: ``dh = dy + carry + d(hw)_next @
     W_hh`` (the later step's gate gradients in ``dxw``, K = G*H; gru's n part in ``dhn``),
@@ -323,10 +345,18 @@ def _bwd_kernel(dy_ptr, dxw_ptr, dhn_ptr, w_ptr, carry_in, carry_out, dc_in, dc_
     (T + 1 states); ``hs_ptr``: the states, for gru's h_prev. The carries (gru's dh * z,
     lstm's dc) are tile-local. FINAL: ``dh`` after step 0 (= dh0) only, to ``dh0_ptr``.
     PERSISTENT: one launch for all the steps, a grid-wide barrier after each (the next step
-    reads every tile's d(hw))."""
+    reads every tile's d(hw)). W_RESIDENT (KA within one BLOCK_K): the weight tile is
+    loaded once, before the steps."""
     G: tl.constexpr = 4 if MODE == 0 else (3 if MODE == 1 else 1)
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     rh = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    if W_RESIDENT:
+        rk_w = tl.arange(0, BLOCK_K)
+        wr = tl.load(w_ptr + rk_w[:, None] * H + rh[None, :],
+                     mask=(rk_w[:, None] < KA) & (rh[None, :] < H), other=0.0)
+        if MODE == 1:
+            wr_n = tl.load(w_ptr + (2 * H + rk_w[:, None]) * H + rh[None, :],
+                           mask=(rk_w[:, None] < H) & (rh[None, :] < H), other=0.0)
     mask = (rn[:, None] < N) & (rh[None, :] < H)
     off = rn[:, None] * H + rh[None, :]
     goff = rn[:, None] * (G * H) + rh[None, :]
@@ -355,8 +385,11 @@ def _bwd_kernel(dy_ptr, dxw_ptr, dhn_ptr, w_ptr, carry_in, carry_out, dc_in, dc_
                 rk = k0 + tl.arange(0, BLOCK_K)
                 a = tl.load(dnext + rn[:, None] * (G * H) + rk[None, :],
                             mask=(rn[:, None] < N) & (rk[None, :] < KA), other=0.0)
-                w = tl.load(w_ptr + rk[:, None] * H + rh[None, :],
-                            mask=(rk[:, None] < KA) & (rh[None, :] < H), other=0.0)
+                if W_RESIDENT:
+                    w = wr
+                else:
+                    w = tl.load(w_ptr + rk[:, None] * H + rh[None, :],
+                                mask=(rk[:, None] < KA) & (rh[None, :] < H), other=0.0)
                 if UPCAST:
                     a = a.to(tl.float32)
                 if PREC == "sum":  # fp64: products summed over K (no fp64 tl.dot everywhere)
@@ -369,8 +402,11 @@ def _bwd_kernel(dy_ptr, dxw_ptr, dhn_ptr, w_ptr, carry_in, carry_out, dc_in, dc_
                     rk = k0 + tl.arange(0, BLOCK_K)
                     a = tl.load(dnext_n + rn[:, None] * H + rk[None, :],
                                 mask=(rn[:, None] < N) & (rk[None, :] < H), other=0.0)
-                    w = tl.load(w_ptr + (2 * H + rk[:, None]) * H + rh[None, :],
-                                mask=(rk[:, None] < H) & (rh[None, :] < H), other=0.0)
+                    if W_RESIDENT:
+                        w = wr_n
+                    else:
+                        w = tl.load(w_ptr + (2 * H + rk[:, None]) * H + rh[None, :],
+                                    mask=(rk[:, None] < H) & (rh[None, :] < H), other=0.0)
                     if UPCAST:
                         a = a.to(tl.float32)
                     if PREC == "sum":
@@ -449,7 +485,7 @@ def _meta(x: torch.Tensor, n: int, h: int, cuda: bool | None = None) -> dict:
             # fp64 on CUDA: products summed over K (an fp64 tl.dot fails to compile there)
             "PREC": ("sum" if cuda else "ieee") if fp64 else
                     "ieee" if x.dtype == torch.float32 else "tf32",
-            "UPCAST": x.dtype == torch.bfloat16 and not cuda}
+            "UPCAST": x.dtype == torch.bfloat16 and not cuda, "W_RESIDENT": False}
     if not cuda:
         return {**meta, "BLOCK_N": 16, "BLOCK_H": 16, "BLOCK_K": 16}
     if fp64:  # tests only: small tiles keep the summed products in registers
@@ -493,7 +529,8 @@ def rnn_layer_fwd(mode: str, xw: torch.Tensor, h0: torch.Tensor, c0, w_hh: torch
         flags = {"MODE": _MODE_ID[mode], "REVERSE": reverse, **meta}
         if persistent and _fits(xw, grid):
             sync = torch.zeros(1, dtype=torch.int32, device=xw.device)
-            _fwd_kernel[grid](*args, sync, n, h, steps, 0, steps, PERSISTENT=True, **flags)
+            _fwd_kernel[grid](*args, sync, n, h, steps, 0, steps, PERSISTENT=True,
+                              **{**flags, **resident(meta, h)})
         else:
             for s in range(steps):
                 _fwd_kernel[grid](*args, hs, n, h, steps, s, 1, PERSISTENT=False, **flags)
@@ -502,6 +539,19 @@ def rnn_layer_fwd(mode: str, xw: torch.Tensor, h0: torch.Tensor, c0, w_hh: torch
     if mode == "lstm" and steps == 0:
         c_t = c0.clone()
     return y, h_t, c_t, saved
+
+
+RESIDENT_MAX_K = 256  # widest recurrent contraction whose weight tile stays in registers
+
+
+def resident(meta: dict, k: int) -> dict:
+    """A persistent launch's tile flags: where the contraction (``k``: H forward, G*H
+    backward) fits one block of at most RESIDENT_MAX_K, BLOCK_K covers it and the weight
+    tile is loaded once for all the steps (W_RESIDENT)."""
+    block = max(16, 1 << max(k - 1, 0).bit_length())
+    if meta["PREC"] == "sum" or block > RESIDENT_MAX_K:
+        return {}
+    return {"BLOCK_K": block, "W_RESIDENT": True}
 
 
 def _fits(x: torch.Tensor, grid: tuple) -> bool:
@@ -566,7 +616,8 @@ def _bwd_steps(mode: str, grads: tuple, state: tuple, outs: tuple, reverse: bool
         _bwd_kernel[grid](*_or(ptrs, dh0), n, h, ka, steps, k_hi, k_lo,
                           MODE=_MODE_ID[mode], REVERSE=reverse, HAS_NEXT=has_next,
                           HAS_CARRY=c_in is not None, HAS_DC=d_in is not None, FINAL=final,
-                          PERSISTENT=sync is not None, **meta)
+                          PERSISTENT=sync is not None,
+                          **(meta if sync is None else {**meta, **resident(meta, ka)}))
     if steps:
         launch(steps - 1, steps - 1, dh_t, dc_t, False)
     if steps > 1 and persistent and _fits(dy, grid):

@@ -290,7 +290,9 @@ def test_persistent_launches_match_the_reference(mode, reverse, monkeypatch):
     monkeypatch.setattr(rnn, "_fits", lambda x, grid: True)
     steps, n, h = 4, 5, 7
     args = _operands(mode, (steps, n, h))
-    assert rnn._meta(args[0], n, h)["BLOCK_N"] >= n  # one program
+    meta = rnn._meta(args[0], n, h)
+    assert meta["BLOCK_N"] >= n  # one program
+    assert rnn.resident(meta, h)["W_RESIDENT"]  # the weights stay in registers here
     y, h_t, c_t, saved = rnn_layer_fwd(mode, *args, reverse, persistent=True)
     want = rnn_layer_fwd_ref(mode, *args, reverse)
     torch.testing.assert_close(y, want[0], rtol=1e-5, atol=1e-6)
@@ -302,3 +304,34 @@ def test_persistent_launches_match_the_reference(mode, reverse, monkeypatch):
     for g, r in zip(got, ref):
         if r is not None:
             torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION")
+@pytest.mark.parametrize("mode, h", (("lstm", 200), ("gru", 48), ("lstm", 48)))
+def test_resident_weight_tiles_compile_for_sm90(mode, h):
+    """Issue #22 item 3: a persistent launch whose recurrent contraction fits one block
+    (H forward, G*H backward, at most ``RESIDENT_MAX_K``) loads its weight tile once for
+    all the steps; those configurations compile for sm_90 with the GPU's tiles."""
+    steps, n = 3, 32
+    xw, h0, c0, w, b = _operands(mode, (steps, n, h))
+    _, _, _, saved = rnn_layer_fwd_ref(mode, xw, h0, c0, w, b)
+    hs, gates = saved[0], saved[1]
+    cs = saved[2]
+    meta = rnn._meta(xw, n, h, cuda=True)
+    sync = torch.zeros(1, dtype=torch.int32)
+    fwd = rnn.resident(meta, h)
+    assert fwd["W_RESIDENT"] and fwd["BLOCK_K"] >= h
+    runtime.aot_compile(rnn._fwd_kernel.fn, (xw, hs, hs, w, b, gates, hs, sync, n, h, steps,
+                                             0, steps),
+                        {"MODE": rnn._MODE_ID[mode], "REVERSE": False, "PERSISTENT": True,
+                         **meta, **fwd}, 90)
+    ka = 2 * h if mode == "gru" else xw.shape[2]
+    bwd = rnn.resident(meta, ka)
+    assert bool(bwd) == (ka <= rnn.RESIDENT_MAX_K)
+    dy, dxw = hs[1:], torch.zeros_like(xw)
+    runtime.aot_compile(rnn._bwd_kernel.fn, (dy, dxw, hs, w, hs[0], hs[0], hs[0], hs[0], gates,
+                                             cs, cs, hs, sync, hs[0], n, h, ka, steps,
+                                             steps - 2, 0),
+                        {"MODE": rnn._MODE_ID[mode], "REVERSE": False, "HAS_NEXT": True,
+                         "HAS_CARRY": True, "HAS_DC": True, "FINAL": False,
+                         "PERSISTENT": True, **meta, **bwd}, 90)
