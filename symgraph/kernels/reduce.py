@@ -141,7 +141,7 @@ def reduce(x: torch.Tensor, axes: tuple[int, ...], op: str = "sum", keepdims: bo
     return y
 
 
-def _row_splits(rows: int, n: int, device: torch.device) -> int:
+def row_splits(rows: int, n: int, device: torch.device) -> int:
     """Parts of each row: few long rows (a (4, 1M) sum) are split across programs, so the
     launch fills a GPU (~4 programs per SM, parts of 16K elements at least); under the
     interpreter rows of more than 64 are cut in two, so tests exercise the split."""
@@ -155,7 +155,7 @@ def _reduce_rows(x: torch.Tensor, y: torch.Tensor, rows: int, n: int, inner: int
                  op: str) -> None:
     """``op`` over each of ``rows`` rows of ``n`` (``inner`` apart), into ``y``; long rows
     in parts, reduced by a second launch of the same kernel."""
-    splits = _row_splits(rows, n, x.device)
+    splits = row_splits(rows, n, x.device)
     chunk = -(-n // splits)
     splits = -(-n // chunk)
     final = 1.0 / n if op == "mean" else 1.0

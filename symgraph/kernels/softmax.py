@@ -30,6 +30,8 @@ softmax_cross_entropy (``x`` (R, N), integer labels, head gradient ``dy`` of sha
 the loss as a softmax then one program gathering and summing the picked logs; the gradient
 as one fused row kernel (max/sum pass, then the write).
 
+Few long rows are cut into parts (two launches each way; see "few long rows" below).
+
 Bytes moved: forward reads x twice (once when a row fits one block on GPU, from cache) and
 writes y; backward reads dy and y twice and writes dx; SoftmaxOutput reads p and the labels
 and writes dx.
@@ -50,6 +52,7 @@ from .reduce import (
     launch_opts,
     row_block,
     row_layout,
+    row_splits,
 )
 from .runtime import block_for, cdiv, kernel
 from .table import KernelSpec, tensor_bytes
@@ -96,6 +99,142 @@ def _softmax_fwd_kernel(x_ptr, y_ptr, len_ptr, N, INNER, temp, LOG: tl.constexpr
                  mask=ok)
 
 
+# ---------------------------------------------------------------- few long rows, in parts
+# A few long rows (a (4, 1M) softmax) would leave most of a GPU idle with one program per
+# row: each row is cut into parts (``reduce.row_splits``). The forward's first launch
+# writes every part's (max, sum of exp(z - max)); the second combines a row's parts
+# (max of maxes, sums rescaled) and writes its part of y. The backward's first launch
+# writes each part's sum of dy * y (of dy for log-softmax); the second adds them and
+# writes its part of dx. Same bytes as the one-launch kernels, all SMs busy.
+
+@kernel
+def _softmax_part_kernel(x_ptr, st_ptr, len_ptr, N, CHUNK, temp, HAS_LEN: tl.constexpr,
+                         ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """st[r, j] = (max, sum of exp(z - max)) of z = x[r] / temp over part j of row r."""
+    r = tl.program_id(0).to(tl.int64)
+    j = tl.program_id(1)
+    lo = j * CHUNK
+    hi = tl.minimum(N, lo + CHUNK)
+    n = N
+    if HAS_LEN:
+        n = tl.minimum(tl.load(len_ptr + r).to(tl.int64), N)
+    m = tl.full((), float("-inf"), ACC)
+    s = tl.full((), 0.0, ACC)
+    for start in range(lo, hi, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + r * N + k, mask=k < hi, other=0.0).to(ACC)
+        z = tl.where((k < n) & (k < hi), x / temp, float("-inf"))
+        m_new = tl.maximum(m, tl.reduce(z, 0, MAX))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.reduce(tl.exp(z - m_safe), 0, SUM)
+        m = m_new
+    at = (r * tl.num_programs(1) + j) * 2
+    tl.store(st_ptr + at, m)
+    tl.store(st_ptr + at + 1, s)
+
+
+@kernel
+def _softmax_part_write_kernel(x_ptr, y_ptr, st_ptr, len_ptr, N, CHUNK, S, temp,
+                               LOG: tl.constexpr, HAS_LEN: tl.constexpr, ACC: tl.constexpr,
+                               BLOCK: tl.constexpr, SB: tl.constexpr):
+    """Part j of row r of y from the row's part statistics (the row's max and sum)."""
+    r = tl.program_id(0).to(tl.int64)
+    j = tl.program_id(1)
+    parts = tl.arange(0, SB)
+    ms = tl.load(st_ptr + (r * S + parts) * 2, mask=parts < S, other=float("-inf"))
+    ss = tl.load(st_ptr + (r * S + parts) * 2 + 1, mask=parts < S, other=0.0)
+    m = tl.reduce(ms, 0, MAX)
+    m_safe = tl.where(m == float("-inf"), 0.0, m)
+    total = tl.reduce(ss * tl.exp(ms - m_safe), 0, SUM)
+    lo = j * CHUNK
+    hi = tl.minimum(N, lo + CHUNK)
+    n = N
+    if HAS_LEN:
+        n = tl.minimum(tl.load(len_ptr + r).to(tl.int64), N)
+    for start in range(lo, hi, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        z = tl.load(x_ptr + r * N + k, mask=k < hi, other=0.0).to(ACC) / temp
+        if LOG:
+            y = z - m - tl.log(total)
+        else:
+            y = tl.exp(z - m) / total
+        y = tl.where(k < n, y, 0.0)
+        tl.store(y_ptr + r * N + k, y.to(y_ptr.dtype.element_ty), mask=k < hi)
+
+
+@kernel
+def _softmax_bwd_part_kernel(dy_ptr, y_ptr, part_ptr, N, CHUNK, LOG: tl.constexpr,
+                             ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """part[r, j] = sum of dy * y (LOG: of dy) over part j of row r."""
+    r = tl.program_id(0).to(tl.int64)
+    j = tl.program_id(1)
+    lo = j * CHUNK
+    hi = tl.minimum(N, lo + CHUNK)
+    acc = tl.full((), 0.0, ACC)
+    for start in range(lo, hi, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        dy = tl.load(dy_ptr + r * N + k, mask=k < hi, other=0.0).to(ACC)
+        if LOG:
+            acc += tl.reduce(dy, 0, SUM)
+        else:
+            acc += tl.reduce(dy * tl.load(y_ptr + r * N + k, mask=k < hi, other=0.0).to(ACC),
+                             0, SUM)
+    tl.store(part_ptr + r * tl.num_programs(1) + j, acc)
+
+
+@kernel
+def _softmax_bwd_part_write_kernel(dy_ptr, y_ptr, dx_ptr, part_ptr, N, CHUNK, S, temp,
+                                   LOG: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr,
+                                   SB: tl.constexpr):
+    """Part j of row r of dx from the sum of the row's parts."""
+    r = tl.program_id(0).to(tl.int64)
+    j = tl.program_id(1)
+    parts = tl.arange(0, SB)
+    acc = tl.reduce(tl.load(part_ptr + r * S + parts, mask=parts < S, other=0.0), 0, SUM)
+    lo = j * CHUNK
+    hi = tl.minimum(N, lo + CHUNK)
+    for start in range(lo, hi, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        dy = tl.load(dy_ptr + r * N + k, mask=k < hi, other=0.0).to(ACC)
+        y = tl.load(y_ptr + r * N + k, mask=k < hi, other=0.0).to(ACC)
+        if LOG:
+            dx = dy - tl.exp(y) * acc
+        else:
+            dx = y * (dy - acc)
+        tl.store(dx_ptr + r * N + k, (dx / temp).to(dx_ptr.dtype.element_ty), mask=k < hi)
+
+
+def _parts(rows: int, n: int, inner: int, device: torch.device) -> tuple[int, int]:
+    """(parts, part length) of each row; one part unless few long last-axis rows."""
+    splits = row_splits(rows, n, device) if inner == 1 else 1
+    chunk = -(-n // splits)
+    return -(-n // chunk), chunk
+
+
+def _softmax_fwd_parts(x, y, length, rows: int, n: int, parts: int, chunk: int, temp: float,
+                       log: bool, acc) -> None:
+    stats = torch.empty((rows, parts, 2), device=x.device,
+                        dtype=torch.float64 if acc == tl.float64 else torch.float32)
+    block = row_block(chunk, x.device)
+    flags = {"HAS_LEN": length is not None, "ACC": acc, "BLOCK": block,
+             **launch_opts(block, x.device)}
+    lens = length if length is not None else x
+    _softmax_part_kernel[(rows, parts)](x, stats, lens, n, chunk, temp, **flags)
+    _softmax_part_write_kernel[(rows, parts)](x, y, stats, lens, n, chunk, parts, temp,
+                                              LOG=log, SB=block_for(parts, floor=2), **flags)
+
+
+def _softmax_bwd_parts(dy, y, dx, rows: int, n: int, parts: int, chunk: int, temp: float,
+                       log: bool, acc) -> None:
+    sums = torch.empty((rows, parts), device=y.device,
+                       dtype=torch.float64 if acc == tl.float64 else torch.float32)
+    block = row_block(chunk, y.device)
+    flags = {"LOG": log, "ACC": acc, "BLOCK": block, **launch_opts(block, y.device)}
+    _softmax_bwd_part_kernel[(rows, parts)](dy, y, sums, n, chunk, **flags)
+    _softmax_bwd_part_write_kernel[(rows, parts)](dy, y, dx, sums, n, chunk, parts, temp,
+                                                  SB=block_for(parts, floor=2), **flags)
+
+
 def _tiles(n: int, inner: int, device: torch.device) -> tuple[int, int]:
     """(BLOCK, COLS) of the softmax kernels: COLS adjacent rows per program where the
     reduced axis has a wide inner part (coalesced tiles), else one row and a long block."""
@@ -120,6 +259,12 @@ def softmax_fwd(x: torch.Tensor, axis: int = -1, temperature: float | None = Non
         if length.numel() != outer * inner:
             raise ValueError(f"length has {length.numel()} entries for {outer * inner} rows "
                              f"of data of shape {tuple(x.shape)} along axis {axis}")
+    temp = 1.0 if temperature is None else float(temperature)
+    parts, chunk = _parts(outer * inner, n, inner, x.device)
+    if parts > 1:
+        _softmax_fwd_parts(x, y, length, outer, n, parts, chunk, temp, log,
+                           acc_type(x.dtype, dtype))
+        return y
     block, cols = _tiles(n, inner, x.device)
     _softmax_fwd_kernel[(outer * cdiv(inner, cols),)](
         x, y, length if length is not None else x, n, inner,
@@ -189,6 +334,12 @@ def softmax_bwd(dy: torch.Tensor, y: torch.Tensor, axis: int = -1,
     if y.numel() == 0:
         return dx
     outer, n, inner = row_layout(tuple(y.shape), axis)
+    parts, chunk = _parts(outer * inner, n, inner, y.device)
+    if parts > 1:
+        _softmax_bwd_parts(dy, y, dx, outer, n, parts, chunk,
+                           1.0 if temperature is None else float(temperature), log,
+                           acc_type(dy.dtype, y.dtype, dtype))
+        return dx
     block, cols = _tiles(n, inner, y.device)
     _softmax_bwd_kernel[(outer * cdiv(inner, cols),)](
         dy, y, dx, n, inner, 1.0 if temperature is None else float(temperature), LOG=log,
@@ -469,11 +620,20 @@ KERNELS = [
     _spec("log_softmax_fwd", softmax_fwd, softmax_fwd_ref, _make_softmax(log=True),
           ((3, 37), (5, 129)), _io),
     _spec("softmax_fwd_length", softmax_fwd, softmax_fwd_ref, _make_softmax(with_length=True),
-          ((6, 37), (3, 5, 7)), _io, dtypes=(torch.float32,)),
+          ((6, 37), (3, 5, 7), (4, 100)), _io, dtypes=(torch.float32,)),
     _spec("softmax_bwd", softmax_bwd, softmax_bwd_ref, _make_softmax_bwd(temperature=0.5),
           ((3, 37), (5, 129)), _io3),
     _spec("log_softmax_bwd_axis0", softmax_bwd, softmax_bwd_ref,
           _make_softmax_bwd(axis=0, log=True), ((37, 3), (7, 13, 3), (40, 37)), _io3),
+    # few long rows: each row in parts (the interpreter cuts rows of more than 64 in two)
+    KernelSpec(name="log_softmax_fwd_long_rows", fn=softmax_fwd, ref=softmax_fwd_ref,
+               make=_make_softmax(log=True), shapes=((2, 300),),
+               bench_shapes=((4, 1 << 20), (16, 1 << 18)), dtypes=_ALL, tol=_TOL,
+               family="softmax", **_io),
+    KernelSpec(name="softmax_bwd_long_rows", fn=softmax_bwd, ref=softmax_bwd_ref,
+               make=_make_softmax_bwd(), shapes=((2, 300),),
+               bench_shapes=((4, 1 << 20), (16, 1 << 18)), dtypes=_ALL, tol=_TOL,
+               family="softmax", **_io3),
     # a wide inner part: the column tiles (COLS adjacent rows per program)
     _spec("softmax_fwd_columns", softmax_fwd, softmax_fwd_ref, _make_softmax(axis=0),
           ((40, 37), (9, 16)), _io),
