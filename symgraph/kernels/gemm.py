@@ -182,6 +182,121 @@ def _matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
 
 
 @kernel
+def _matmul_tma_kernel(a_desc, b_desc, c_desc, bias_ptr, M, N, K, sbias,
+                       HAS_BIAS: tl.constexpr, ACT: tl.constexpr, B_T: tl.constexpr,
+                       UPCAST: tl.constexpr, GROUP_M: tl.constexpr, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The Hopper schedule of ``C = act(A @ B + bias)``: persistent programs (about one per
+    SM) walk the output tiles in GROUP_M groups; A (M, K) and B (K, N), or B^T (N, K) with
+    B_T, come through TMA descriptors (out-of-range rows read as 0), C goes out through a
+    TMA store after the epilogue (stores past the edge are dropped)."""
+    m_tiles = (M + BLOCK_M - 1) // BLOCK_M
+    n_tiles = (N + BLOCK_N - 1) // BLOCK_N
+    width = GROUP_M * n_tiles
+    for tile in range(tl.program_id(0), m_tiles * n_tiles, tl.num_programs(0)):
+        first_m = (tile // width) * GROUP_M
+        group_m = tl.minimum(m_tiles - first_m, GROUP_M)
+        off_m = (first_m + (tile % width) % group_m) * BLOCK_M
+        off_n = ((tile % width) // group_m) * BLOCK_N
+        acc = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+        for k in range(0, K, BLOCK_K):
+            a = a_desc.load([off_m, k])
+            if B_T:
+                b = tl.trans(b_desc.load([off_n, k]))
+            else:
+                b = b_desc.load([k, off_n])
+            if UPCAST:  # the interpreter's dot mistreats bf16 operands
+                a, b = a.to(tl.float32), b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+        if HAS_BIAS:
+            rn = off_n + tl.arange(0, BLOCK_N)
+            acc += tl.load(bias_ptr + rn * sbias, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+        if ACT == 1:
+            acc = tl.maximum(acc, 0.0)
+        elif ACT == 2:
+            acc = 1.0 / (1.0 + tl.exp(-acc))
+        elif ACT == 3:
+            acc = 2.0 / (1.0 + tl.exp(-2.0 * acc)) - 1.0
+        c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) of the TMA schedule on CUDA
+TMA_CONFIGS = ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 128, 64, 4, 4),
+               (64, 128, 64, 4, 4))
+TMA_CPU_CONFIG = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16}
+
+
+def _aligned(t: torch.Tensor) -> bool:
+    """What a TMA descriptor needs of a 2-D operand: unit last stride, 16-byte base and
+    leading stride."""
+    return t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and \
+        (t.stride(0) * t.element_size()) % 16 == 0
+
+
+def tma_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
+    """Whether a 2-D GEMM takes the Hopper TMA schedule: sm_90 or newer, 16-bit operands,
+    TMA-aligned A, C and B (or B^T)."""
+    if not c.is_cuda or a.dtype not in (torch.float16, torch.bfloat16) or \
+            torch.cuda.get_device_capability(c.device)[0] < 9:
+        return False
+    return _aligned(a) and _aligned(c) and (_aligned(b) or _aligned(b.t()))
+
+
+def matmul_tma(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, act=None,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+    """``act(a @ b + bias)`` by the TMA schedule (2-D, 16-bit operands on a GPU: ``matmul``
+    takes it where :func:`tma_ok`; on a CPU interpreted with small tiles and at most 4
+    programs, so each walks several tiles)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    c = _check_out(out, (a.shape[0], b.shape[1]), a)
+    m, k = a.shape
+    n = b.shape[1]
+    if c.numel() == 0 or k == 0:
+        return c.copy_(_gemm_empty_k(c, bias, 1, act)) if c.numel() else c
+    b_t = b.stride(-1) != 1  # b = w.t(): describe w (N, K)
+    bm = b.t() if b_t else b
+    if not (_aligned(a) and _aligned(bm) and _aligned(c)):
+        raise ValueError(f"matmul_tma needs unit last strides and 16-byte aligned rows, got "
+                         f"a {tuple(a.shape)} strides {a.stride()}, b {tuple(b.shape)} strides "
+                         f"{b.stride()}, out strides {c.stride()} ({a.dtype})")
+    cfg = TMA_CPU_CONFIG if on_cpu(a) else {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
+    descs = (TensorDescriptor.from_tensor(a, [cfg["BLOCK_M"], cfg["BLOCK_K"]]),
+             TensorDescriptor.from_tensor(bm, [cfg["BLOCK_N"], cfg["BLOCK_K"]] if b_t else
+                                          [cfg["BLOCK_K"], cfg["BLOCK_N"]]),
+             TensorDescriptor.from_tensor(c, [cfg["BLOCK_M"], cfg["BLOCK_N"]]))
+    args = (*descs, a if bias is None else bias, m, n, k, 0 if bias is None else bias.stride(0))
+    meta = {"HAS_BIAS": bias is not None, "ACT": ACTS[act], "B_T": b_t, "UPCAST": _upcast(a),
+            "GROUP_M": 8}
+    tiles = lambda cfg: cdiv(m, cfg["BLOCK_M"]) * cdiv(n, cfg["BLOCK_N"])  # noqa: E731
+    if on_cpu(a):
+        _matmul_tma_kernel[(min(4, tiles(cfg)),)](*args, **meta, **cfg)
+        return c
+    sms = _sm_count(c.device)
+    _tma_tuned()[lambda cfg: (min(sms, tiles(cfg)),)](*args, **meta)
+    return c
+
+
+def _tma_block_shapes(nargs: dict) -> None:
+    """Autotune pre-hook: the descriptors' block shapes follow the config being timed."""
+    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
+    nargs["a_desc"].block_shape = [bm, bk]
+    nargs["b_desc"].block_shape = [bn, bk] if nargs["B_T"] else [bk, bn]
+    nargs["c_desc"].block_shape = [bm, bn]
+
+
+def _tma_tuned():
+    tuned = _tuned.get("_matmul_tma_kernel")
+    if tuned is None:
+        configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_warps=w,
+                                 num_stages=s, pre_hook=_tma_block_shapes)
+                   for m, n, k, w, s in TMA_CONFIGS]
+        tuned = _tuned["_matmul_tma_kernel"] = triton.autotune(
+            configs, key=["M", "N", "K", "HAS_BIAS", "ACT", "B_T"], cache_results=True)(
+            triton.jit(_matmul_tma_kernel.fn))
+    return tuned
+
+
+@kernel
 def _splitk_sum_kernel(ws, bias_ptr, c_ptr, total, M, N, split, scs, sc0, scm, scn, sbias_m,
                        sbias_n, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
                        BLOCK: tl.constexpr):
@@ -302,6 +417,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, a
     if bias is not None and tuple(bias.shape) != (b.shape[1],):
         raise ValueError(f"bias must be ({b.shape[1]},), got {tuple(bias.shape)}")
     c = _check_out(out, (a.shape[0], b.shape[1]), a)
+    if split is None and tma_ok(a, b, c) and \
+            split_for(1, a.shape[0], b.shape[1], a.shape[1], c.device) == 1:
+        return matmul_tma(a, b, bias, act, out=c)
     _gemm(a.unsqueeze(0), b.unsqueeze(0), c.unsqueeze(0), bias, 1, act, split)
     return c
 
@@ -721,6 +839,15 @@ def _make_mm_split(dtype, device, shape):
             _randn(gen, (n,), dtype, device), "sigmoid"), {"split": split}
 
 
+def _make_mm_tma(dtype, device, shape):
+    """(M, K, N, b given as w.t()): TMA-aligned operands (K, N multiples of 8), bias, ReLU."""
+    gen = torch.Generator().manual_seed(6)
+    m, k, n, b_t = shape
+    b = _randn(gen, (n, k), dtype, device).t() if b_t else _randn(gen, (k, n), dtype, device)
+    return (_randn(gen, (m, k), dtype, device), b, _randn(gen, (n,), dtype, device),
+            "relu"), {}
+
+
 def _make_linear(dtype, device, shape):
     """(M, K, N): x (M, K), w (N, K), bias (N,), tanh epilogue."""
     gen = torch.Generator().manual_seed(2)
@@ -761,6 +888,11 @@ KERNELS = [
                shapes=((5, 200, 7, 3), (17, 97, 33, 4)),
                bench_shapes=((64, 16384, 64, 16), (128, 32768, 256, 8)),
                dtypes=_MM_DTYPES, tol=_TOL, flops=_mm_flops, family="gemm"),
+    KernelSpec(name="matmul_tma", fn=matmul_tma, ref=matmul_ref, make=_make_mm_tma,
+               shapes=((37, 48, 24, False), (70, 32, 40, True)),
+               bench_shapes=((4096, 4096, 4096, True), (8192, 8192, 8192, True)),
+               dtypes=(torch.float16, torch.bfloat16), tol=_TOL, flops=_mm_flops,
+               family="gemm"),
     KernelSpec(name="linear_bias_tanh", fn=linear, ref=linear_ref, make=_make_linear,
                shapes=((3, 37, 5), (17, 9, 33)), bench_shapes=((4096, 4096, 4096),),
                dtypes=_MM_DTYPES, tol=_TOL, flops=_linear_flops, family="gemm"),

@@ -94,3 +94,30 @@ def test_decorator_launch_options_reach_the_compile(sm90):
     ptx = runtime.compiled_ptx("_psroi_kernel")
     assert ptx and not any("fma.rn.f32" in p for p in ptx)
     assert all("mul.rn.f32" in p or "mul.f32" in p for p in ptx)
+
+
+@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION")
+def test_tma_schedule_compiles_to_tma_copies_and_hopper_mma(sm90):
+    """Issue #22 item 4: the persistent TMA schedule of 16-bit GEMMs, in every
+    configuration the GPU autotunes over, compiles for sm_90 to TMA bulk tensor copies and
+    warpgroup MMA (wgmma)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from symgraph.kernels import gemm
+    m, n, k = 256, 384, 512
+    a = torch.randn(m, k).half()
+    w = torch.randn(n, k).half()  # linear's weight: B = w.t()
+    c = torch.empty(m, n).half()
+    runtime._compile_check["ptx"].pop("_matmul_tma_kernel", None)
+    for bm, bn, bk, warps, stages in gemm.TMA_CONFIGS:
+        descs = (TensorDescriptor.from_tensor(a, [bm, bk]),
+                 TensorDescriptor.from_tensor(w, [bn, bk]),
+                 TensorDescriptor.from_tensor(c, [bm, bn]))
+        runtime.aot_compile(gemm._matmul_tma_kernel.fn, (*descs, c, m, n, k, 1), {
+            "HAS_BIAS": True, "ACT": 1, "B_T": True, "UPCAST": False, "GROUP_M": 8,
+            "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps,
+            "num_stages": stages}, 90)
+    ptx = runtime.compiled_ptx("_matmul_tma_kernel")
+    assert len(ptx) == len(gemm.TMA_CONFIGS)
+    assert all("cp.async.bulk.tensor" in p for p in ptx)
+    assert all("wgmma" in p for p in ptx)
