@@ -28,6 +28,7 @@ import contextlib
 import functools
 import inspect
 import math
+import warnings
 
 import torch
 import triton
@@ -224,6 +225,7 @@ def _matmul_tma_kernel(a_desc, b_desc, c_desc, bias_ptr, M, N, K, sbias,
 TMA_CONFIGS = ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 128, 64, 4, 4),
                (64, 128, 64, 4, 4))
 TMA_CPU_CONFIG = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16}
+_TMA = {"on": True}  # off for the process once a TMA launch failed
 
 
 def _aligned(t: torch.Tensor) -> bool:
@@ -417,9 +419,14 @@ def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, a
     if bias is not None and tuple(bias.shape) != (b.shape[1],):
         raise ValueError(f"bias must be ({b.shape[1]},), got {tuple(bias.shape)}")
     c = _check_out(out, (a.shape[0], b.shape[1]), a)
-    if split is None and tma_ok(a, b, c) and \
+    if split is None and _TMA["on"] and tma_ok(a, b, c) and \
             split_for(1, a.shape[0], b.shape[1], a.shape[1], c.device) == 1:
-        return matmul_tma(a, b, bias, act, out=c)
+        try:
+            return matmul_tma(a, b, bias, act, out=c)
+        except Exception as err:  # a Triton without this lowering: the classic schedule
+            _TMA["on"] = False
+            warnings.warn(f"the TMA GEMM schedule failed ({type(err).__name__}: {err}); "
+                          "using the classic one from now on", RuntimeWarning, stacklevel=2)
     _gemm(a.unsqueeze(0), b.unsqueeze(0), c.unsqueeze(0), bias, 1, act, split)
     return c
 
