@@ -159,8 +159,9 @@ class LogValidationMetricsCallback:
 class TqdmProgress:
     """Batch-end callback drawing a tqdm progress bar per epoch, with the metric as postfix.
 
-    Not in MXNet. A new bar opens when ``nbatch`` goes back (a new epoch); call
-    ``close()`` after ``fit``.
+    Not in MXNet. A new bar opens when ``nbatch`` goes back (a new epoch); with ``total``
+    the bar shows an ETA and closes at the epoch's last batch, so the epoch's summary lines
+    print below it. Call ``close()`` after ``fit``.
 
     Parameters
     ----------
@@ -194,6 +195,8 @@ class TqdmProgress:
         if param.eval_metric is not None:
             self._bar.set_postfix({str(k): f"{v:.4f}" for k, v in
                                    param.eval_metric.get_name_value()}, refresh=False)
+        if self.total is not None and param.nbatch + 1 >= self.total:
+            self.close()  # the epoch's last batch: what fit logs next gets its own line
 
     def close(self) -> None:
         """Close the current bar."""
