@@ -157,3 +157,23 @@ def test_score_and_generate_use_the_trained_model(tmp_path, capsys):
     lstm_bucketing.main(["--out", str(tmp_path), "--score", sentence])
     out = capsys.readouterr().out
     assert f"perplexity {scored['perplexity']:.2f}" in out
+
+
+@pytest.mark.parametrize("text, match", [
+    ("{not json", "unreadable run file"),
+    ('{"format": "other", "version": 1}', "not a symgraph-lstm-lm run file"),
+    ('{"format": "symgraph-lstm-lm", "version": 1, "corpus": "c", "vocab": {"a": -1}, '
+     '"model": {}}', "non-negative integer ids"),
+    ('{"format": "symgraph-lstm-lm", "version": 1, "corpus": "c", "vocab": {"a": 1, "b": 1},'
+     ' "model": {}}', "the same id"),
+    ('{"format": "symgraph-lstm-lm", "version": 1, "corpus": "c", "vocab": {"a": 1}, '
+     '"model": {"cell": "fused", "hidden": 0, "embed": 4, "layers": 1, "buckets": [5]}}',
+     "malformed model settings"),
+])
+def test_a_damaged_run_file_is_refused_before_use(tmp_path, text, match):
+    from symgraph.examples.lm_files import RunFileError, load_run
+    (tmp_path / "lstm_lm.vocab.json").write_text(text)
+    with pytest.raises(RunFileError, match=match):
+        load_run(str(tmp_path / "lstm_lm"))
+    with pytest.raises(RunFileError, match="no run file"):
+        load_run(str(tmp_path / "missing"))
