@@ -1,6 +1,6 @@
 """Distributed training on local gloo workers (CPU): samples/s and all-reduce overhead.
 
-    python benchmarks/bench_dist.py [--workers 1,2,4] [--batches 20]
+    python -m symgraph.bench dist [--workers 1,2,4] [--batches 20]
         [--json benchmarks/results/dist_cpu.json] [--mxnet-python /path/to/venv/bin/python]
 
 For 1, 2 and 4 worker processes on 127.0.0.1 (``OMP_NUM_THREADS`` = cores / workers, at

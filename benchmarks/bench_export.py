@@ -7,14 +7,13 @@ bucketing LSTM language model of the demo at one bucket (2 fused LSTM layers, hi
 embedding 200, vocabulary 10,000, 32 steps, batch 32). Ratios are against the executor
 (above 1: the peer is faster).
 
-    python -m benchmarks.bench_export [--steps 30] [--json benchmarks/results/export_cpu.json]
+    python -m symgraph.bench export [--steps 30] [--json benchmarks/results/export_cpu.json]
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
-import subprocess
 import tempfile
 import time
 import types
@@ -138,9 +137,9 @@ def main(argv=None) -> None:
                           for k, v in r["ms"].items())
         print(f"{name:14s} {cells}", flush=True)
     if args.json:
+        from benchmarks.bench_mlp import commit
         from symgraph.fileio import atomic_write
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=False).stdout.strip()
+        head = commit()
         record = {"device": f"cpu ({torch.get_num_threads()} threads)",
                   "date": datetime.date.today().isoformat(), "commit": head,
                   "torch": torch.__version__, "results": results}

@@ -13,7 +13,7 @@ Each peer is built and warmed once; then ``--rounds`` rounds time one short epoc
 totals: on a shared CPU whose speed drifts by tens of percent within seconds, only fine
 interleaving puts the same drift on every side.
 
-    PYTHONPATH=. python benchmarks/bench_gluon.py [--batches 10] [--rounds 30]
+    python -m symgraph.bench gluon [--batches 10] [--rounds 30]
         [--json benchmarks/results/gluon_cpu.json] [--mxnet-python /path/to/venv/bin/python]
 """
 from __future__ import annotations
@@ -22,7 +22,6 @@ import argparse
 import datetime
 import json
 import logging
-import subprocess
 import time
 
 import numpy as np
@@ -147,9 +146,9 @@ def main() -> None:
     print(f"mlp gluon.Trainer with Module's SoftmaxOutput head "
           f"{rate['gluon_softmax_output']:9.1f} samples/s  ratio {same:.3f}x")
     if args.json:
+        from benchmarks.bench_mlp import commit
         from symgraph.symbol.json_io import atomic_write
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=False).stdout.strip()
+        head = commit()
         result = {"device": f"cpu ({torch.get_num_threads()} threads)",
                   "date": datetime.date.today().isoformat(), "commit": head,
                   "batches": args.batches, "rounds": args.rounds,

@@ -8,7 +8,7 @@ of each side. MXNet runs in its own virtualenv (``--mxnet-python``, default
 ``/work/mxvenv/bin/python`` when it exists) as a subprocess, with both its parsers
 (``ctx='gpu'``, its default, and ``ctx='cpu'``); the ratio is against the faster.
 
-    python benchmarks/bench_image_record.py [--images 2000] [--rounds 3]
+    python -m symgraph.bench image_record [--images 2000] [--rounds 3]
         [--json benchmarks/results/image_record_cpu.json] [--mxnet-python PATH]
 """
 from __future__ import annotations
@@ -94,7 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", default=os.path.join(HERE, "results", "image_record_cpu.json"))
+    parser.add_argument("--json", default=None)
     parser.add_argument("--mxnet-python", default=MXNET_PYTHON)
     args = parser.parse_args()
     sys.path.insert(0, ROOT)

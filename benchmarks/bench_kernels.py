@@ -6,10 +6,14 @@ reference under ``torch.compile``, next to the device's measured ceilings (a lar
 device-to-device copy and a large fp16 matmul). Results go to a JSON file with device, date
 and commit, and to a matplotlib plot beside it.
 
-    python benchmarks/bench_kernels.py [--only NAME ...]
+    python -m symgraph.bench kernels [--only NAME ...] [--families FAMILY ...]
         [--json benchmarks/results/kernels_gpu.json]
 
-Without a CUDA device it says so and exits with status 0 (nothing is measured).
+On a CPU (no CUDA device) the suite measures what a CPU can: each entry's torch reference
+on the table's test shapes (achieved GB/s or GFLOP/s against the CPU's measured copy and
+matmul ceilings), and with ``--triton`` the Triton kernel under the interpreter on the same
+tiny shapes: its result checked against the reference, and its cost relative to the
+reference (the interpreter runs every program in numpy: a correctness run, not a speed).
 """
 from __future__ import annotations
 
@@ -116,6 +120,129 @@ def plot(rows: list[dict], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+# ---------------------------------------------------------------- CPU mode
+
+def _bench_cpu(fn, reps: int = 5) -> float:
+    """Median milliseconds of ``fn`` over ``reps`` calls after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def ceilings_cpu() -> dict:
+    """The CPU's measured copy bandwidth (GB/s) and fp32 matmul throughput (GFLOP/s)."""
+    src = torch.empty(1 << 24, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    ms = _bench_cpu(lambda: dst.copy_(src))
+    a = torch.randn(1024, 1024)
+    mm = _bench_cpu(lambda: a @ a, 3)
+    return {"copy_GBps": 2 * src.numel() * 4 / ms / 1e6,
+            "matmul_fp32_GFLOPs": 2 * 1024 ** 3 / mm / 1e6}
+
+
+def bench_entry_cpu(spec, dtype, triton: bool) -> dict:
+    """An entry on the CPU: its reference timed on the largest test shape; with ``triton``
+    the interpreted kernel checked against it and timed once."""
+    shape = spec.shapes[-1]
+    args, kwargs = spec.make(dtype, torch.device("cpu"), shape)
+    row = {"kernel": spec.name, "family": spec.family, "shape": list(shape),
+           "dtype": str(dtype).replace("torch.", "")}
+    try:
+        ms = _bench_cpu(lambda: spec.ref(*args, **kwargs))
+        unit, rate = _rate(spec, args, ms)
+        row["eager"] = {"ms": round(ms, 5), unit: round(rate, 4)}
+    except Exception as err:  # a failing reference is reported, not fatal
+        row["eager"] = {"error": f"{type(err).__name__}: {err}"[:200]}
+    if triton:
+        try:
+            row["check"] = check_entry(spec, args, kwargs)
+            ms = _bench_cpu(lambda: spec.fn(*args, **kwargs), 1)
+            row["triton_interpreted"] = {"ms": round(ms, 3)}
+            if "ms" in row["eager"]:
+                row["interpreter_cost_vs_eager"] = round(ms / max(row["eager"]["ms"], 1e-6), 1)
+        except Exception as err:  # a failing kernel is reported, not fatal
+            row["check"] = {"ok": False, "error": f"{type(err).__name__}: {err}"[:300]}
+    return row
+
+
+def plot_cpu(result: dict, path: str) -> None:
+    """Each reference's achieved rate as a share of the CPU's measured ceiling (copy
+    bandwidth for bandwidth-bound entries, matmul for GEMMs), per kernel family."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print('matplotlib is not installed (pip install -e ".[bench]"): no plot written')
+        return
+    caps = result["ceilings"]
+    points = []
+    for r in result["rows"]:
+        eager = r.get("eager", {})
+        if "GB/s" in eager:
+            points.append((r, eager["GB/s"] / caps["copy_GBps"], "bandwidth"))
+        elif "TFLOP/s" in eager:
+            points.append((r, eager["TFLOP/s"] * 1e3 / caps["matmul_fp32_GFLOPs"], "flops"))
+    if not points:
+        return
+    fig, ax = plt.subplots(figsize=(max(8, 0.18 * len(points)), 5))
+    for kind, color in (("bandwidth", "tab:blue"), ("flops", "tab:orange")):
+        xs = [i for i, p in enumerate(points) if p[2] == kind]
+        ax.bar(xs, [points[i][1] for i in xs], color=color,
+               label=f"{kind}: share of {caps['copy_GBps']:.0f} GB/s" if kind == "bandwidth"
+               else f"{kind}: share of {caps['matmul_fp32_GFLOPs']:.0f} GFLOP/s")
+    ax.axhline(1.0, color="black", linewidth=1)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(points)))
+    ax.set_xticklabels([p[0]["kernel"] for p in points], rotation=90, fontsize=5)
+    ax.set_ylabel("achieved / measured ceiling (torch reference, test shapes)")
+    ax.set_title(f"kernel references on {result['device']} — {result['date']}, "
+                 f"{str(result['commit'])[:10]}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main_cpu(args) -> int:
+    """The CPU mode (see the module's notes)."""
+    import platform
+
+    from benchmarks.bench_mlp import commit
+    from symgraph.kernels.table import all_kernels
+    start = time.perf_counter()
+    caps = ceilings_cpu()
+    print(f"CPU {platform.processor() or platform.machine()}: copy {caps['copy_GBps']:.1f} "
+          f"GB/s, fp32 matmul {caps['matmul_fp32_GFLOPs']:.0f} GFLOP/s (no CUDA device: torch "
+          f"references{' and the Triton interpreter' if args.triton else ''}, test shapes)")
+    result = {"device": f"cpu ({os.cpu_count()} cores)",
+              "date": datetime.date.today().isoformat(), "commit": commit(),
+              "torch": torch.__version__, "mode": "cpu", "ceilings": caps, "rows": []}
+    for name, spec in all_kernels().items():
+        if (args.only and name not in args.only) or \
+                (args.families and spec.family not in args.families):
+            continue
+        for dtype in spec.dtypes[:1] if not args.dtypes else spec.dtypes:
+            if args.dtypes and str(dtype).replace("torch.", "") not in args.dtypes:
+                continue
+            if args.budget_s and time.perf_counter() - start > args.budget_s:
+                result["stopped"] = f"time budget {args.budget_s} s spent"
+                break
+            row = bench_entry_cpu(spec, dtype, args.triton)
+            result["rows"].append(row)
+            print(json.dumps(row), flush=True)
+    _write(args.json, result)
+    plot_cpu(result, args.json.rsplit(".", 1)[0] + ".png")
+    bad = [r["kernel"] for r in result["rows"] if not r.get("check", {"ok": True})["ok"]]
+    if bad:
+        print(f"{len(bad)} interpreted kernels disagree with their reference: {bad}")
+    return 0
+
+
 def _write(path: str, result: dict) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -133,10 +260,12 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=None,
                         help="stop starting new entries after this many seconds")
     parser.add_argument("--json", default="benchmarks/results/kernels_gpu.json")
+    parser.add_argument("--triton", action="store_true",
+                        help="on a CPU: also run the Triton kernels under the interpreter "
+                             "(correctness and relative cost, tiny shapes)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
-        print("No CUDA device: the kernel benchmarks need a GPU; nothing was measured.")
-        return 0
+        return main_cpu(args)
     from benchmarks.bench_mlp import commit
     from symgraph.kernels.table import all_kernels
     peers = args.peers.split(",")

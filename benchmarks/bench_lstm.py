@@ -17,7 +17,7 @@ every peer. Each measurement binds a fresh module, runs one warm-up epoch (every
 bound and every kernel warmed there) and times ``--epochs`` epochs; rounds interleave all
 peers (MXNet in a subprocess per round) and each side's best round is reported.
 
-    PYTHONPATH=. python benchmarks/bench_lstm.py [--batches 12] [--epochs 1] [--rounds 3]
+    python -m symgraph.bench lstm [--batches 12] [--epochs 1] [--rounds 3]
         [--json benchmarks/results/lstm_cpu.json] [--mxnet-python /work/mxvenv/bin/python]
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ Both run side by side in one process on the same inputs and threads; the script 
 each median step time and the ratio symgraph / PyTorch eager, and with ``--json PATH``
 writes the result with device, date and commit.
 
-    python benchmarks/bench_mlp.py [--steps 200] [--json benchmarks/results/mlp_cpu.json]
+    python -m symgraph.bench mlp [--steps 200] [--json benchmarks/results/mlp_cpu.json]
         [--mxnet-python /path/to/mxnet-venv/bin/python]
 """
 from __future__ import annotations
@@ -131,8 +131,10 @@ def commit() -> str:
     import os
     if os.environ.get("BENCH_COMMIT"):
         return os.environ["BENCH_COMMIT"]
-    try:
-        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True).strip()
+    try:  # the checkout the benchmarks come from, whatever the working directory
+        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True,
+                                       cwd=os.path.dirname(os.path.abspath(__file__)),
+                                       stderr=subprocess.DEVNULL).strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -165,7 +167,7 @@ def main() -> None:
         "date": datetime.date.today().isoformat(), "commit": commit(),
         "torch": torch.__version__,
         "symgraph_ms": round(sg_t * 1e3, 4), "torch_eager_ms": round(pt_t * 1e3, 4),
-        "ratio_vs_torch_eager": round(sg_t / pt_t, 4),
+        "time_ratio_vs_torch_eager": round(sg_t / pt_t, 4),
         "target": "<= 0.5 (CUDA graph, 2x faster)" if args.gpu else "<= 1.10",
     }
     print(f"symgraph     {sg_t * 1e3:8.3f} ms/step")
@@ -173,7 +175,7 @@ def main() -> None:
     print(f"ratio        {sg_t / pt_t:8.3f}x  (target {result['target']})")
     mx_t = time_mxnet(args.mxnet_python, args.steps)
     if mx_t is not None:
-        result.update(mxnet_ms=round(mx_t * 1e3, 4), ratio_vs_mxnet=round(sg_t / mx_t, 4))
+        result.update(mxnet_ms=round(mx_t * 1e3, 4), time_ratio_vs_mxnet=round(sg_t / mx_t, 4))
         print(f"mxnet 1.9.1  {mx_t * 1e3:8.3f} ms/step  (symgraph / mxnet {sg_t / mx_t:.3f}x)")
     if args.json:
         from symgraph.symbol.json_io import atomic_write

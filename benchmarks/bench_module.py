@@ -4,7 +4,7 @@
 Workloads: the MLP 784-512-512-10 at batch 128 and LeNet (1x28x28) at batch 64, SGD with
 momentum, accuracy metric, synthetic data held in memory.
 
-    python benchmarks/bench_module.py [--batches 40] [--rounds 3]
+    python -m symgraph.bench module [--batches 40] [--rounds 3]
         [--json benchmarks/results/module_cpu.json]
         [--mxnet-python /path/to/mxnet-venv/bin/python]
 """

@@ -19,7 +19,7 @@ the bytes of the embedding gradient after a step.
 The target: symgraph sparse >= 1.0x torch sparse (torch ms / symgraph ms), and step memory
 proportional to the rows touched, not to the vocabulary.
 
-    python -m benchmarks.bench_sparse [--steps 200] [--dense-steps 5] [--vocab 1000000]
+    python -m symgraph.bench sparse [--steps 200] [--dense-steps 5] [--vocab 1000000]
         [--json FILE]
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -160,8 +161,9 @@ def run_peer(peer: str, optimizer: str, vocab: int, steps: int) -> dict:
 def _in_subprocess(peer: str, optimizer: str, vocab: int, steps: int) -> dict:
     code = ("import json, sys; from benchmarks.bench_sparse import run_peer; "
             f"print(json.dumps(run_peer({peer!r}, {optimizer!r}, {vocab}, {steps})))")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # benchmarks' parent
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+                         check=True, cwd=root)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -194,9 +196,9 @@ def main() -> None:
     if args.json:
         import torch
 
+        from benchmarks.bench_mlp import commit
         from symgraph.fileio import atomic_write
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=False).stdout.strip()
+        head = commit()
         record = {"device": f"cpu ({torch.get_num_threads()} threads)",
                   "date": datetime.date.today().isoformat(), "commit": head,
                   "vocab": args.vocab, "dim": DIM, "batch": BATCH, "distinct_rows": DISTINCT,

@@ -37,10 +37,10 @@ for stage in $stages; do
         tests/kernels/test_ops_reduce_triton.py tests/kernels/test_ops_copy_triton.py \
         tests/kernels/test_ops_rest_triton.py tests/kernels/test_ops_expr_triton.py \
         tests/kernels/test_ops_misc_triton.py tests/kernels/test_rnn_triton.py ;;
-    mlp) run mlp "${MLP_S:-90}" $PY benchmarks/bench_mlp.py --gpu --json "$DEST/mlp_gpu.json" ;;
-    kernels) run kernels "${KERNELS_S:-240}" $PY benchmarks/bench_kernels.py \
+    mlp) run mlp "${MLP_S:-90}" $PY -m symgraph.bench mlp --gpu --json "$DEST/mlp_gpu.json" ;;
+    kernels) run kernels "${KERNELS_S:-240}" $PY -m symgraph.bench kernels \
         --json "$DEST/kernels_gpu.json" ${KERNEL_ARGS:-} ;;
-    lstm) run lstm "${LSTM_S:-240}" $PY benchmarks/bench_lstm.py --gpu \
+    lstm) run lstm "${LSTM_S:-240}" $PY -m symgraph.bench lstm --gpu \
         --json "$DEST/lstm_gpu.json" ${LSTM_ARGS:-} ;;
     dist) run dist "${DIST_S:-300}" $PY -m pytest -o addopts= -p no:cacheprovider -v -rf \
         tests/test_dist_kvstore.py tests/test_dist_training.py ;;
