@@ -39,6 +39,8 @@ MODULES: dict[str, str] = {
     "mxnet.attribute": "symgraph.symbol.naming",
     "mxnet.symbol.op": "symgraph.symbol.op",
     "mxnet.gluon.rnn.rnn_cell": "symgraph.gluon.rnn.rnn_cell",
+    "mxnet.contrib.ndarray": "symgraph.ndarray.contrib",
+    "mxnet.contrib.symbol": "symgraph.symbol.contrib",
 }
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(__file__), "alias_path")

@@ -34,7 +34,9 @@ def test_run_command_resolves_every_mxnet_module_to_symgraph(tmp_path):
         from mxnet.module.executor_group import DataParallelExecutorGroup
         from mxnet.gluon import nn
         from mxnet.base import MXNetError
+        import mxnet.contrib.ndarray as contrib_nd  # the support matrix found it missing
         import symgraph, symgraph.module.executor_group
+        assert contrib_nd is mx.nd.contrib
         assert mx is symgraph and nd is symgraph.ndarray and mx.nd is nd
         assert DataParallelExecutorGroup is \
             symgraph.module.executor_group.DataParallelExecutorGroup
