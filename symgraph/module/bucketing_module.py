@@ -173,6 +173,8 @@ compression_params
         the current bucket never are). ``None``: ``config.get().max_buckets``
         (``SYMGRAPH_MAX_BUCKETS``); 0: no bound.
 
+    Examples
+    --------
     >>> import symgraph as mx
     >>> def sym_gen(length):  # (batch, length, 4) -> (batch, length, 3): one weight for all
     ...     net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=3, flatten=False,

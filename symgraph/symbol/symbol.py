@@ -23,6 +23,8 @@ from .infer import head_values, infer_shapes, infer_types, variable_values
 class Symbol:
     """A symbolic expression: one or more outputs of a computation graph.
 
+    Examples
+    --------
     >>> import symgraph as mx
     >>> data = mx.sym.Variable('data')
     >>> fc = mx.sym.FullyConnected(data, num_hidden=10, name='fc1')
