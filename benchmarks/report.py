@@ -22,53 +22,56 @@ _NAMES = ("benchmark", "kernel", "workload", "model", "peer", "name", "length", 
           "optimizer", "head")
 
 
-def ratio_bars(result, prefix: str = "") -> list[tuple[str, float]]:
-    """``(label, ratio)`` of every ratio or speedup in ``result`` (nested dicts and lists)."""
+def _number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _bars(result, pick, prefix: str = "") -> list[tuple[str, float]]:
+    """Walk ``result`` (nested dicts and lists): ``pick(key, value)`` gives the bars of one
+    entry as ``(label suffix, value)`` pairs (None: descend into it); labels start with the
+    identifying fields of the rows around."""
     bars: list[tuple[str, float]] = []
     if isinstance(result, dict):
         name = " ".join(str(result[k]) for k in _NAMES if isinstance(result.get(k), (str, int))
                         and not isinstance(result.get(k), bool))
         here = " ".join(p for p in (prefix, name) if p)
         for key, value in result.items():
-            number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-            if key.startswith("time_ratio") and number and value > 0:
-                bars.append((f"{here} 1/{key}".strip(), 1.0 / float(value)))
-            elif (key.startswith("ratio") or key.startswith("speedup")) and number:
-                bars.append((f"{here} {key}".strip(), float(value)))
-            elif isinstance(value, dict) and (key.startswith("speedup") or
-                                              key.startswith("ratio")):
-                bars += [(f"{here} {key} {k}".strip(), float(v)) for k, v in value.items()
-                         if isinstance(v, numbers.Real) and not isinstance(v, bool)]
+            picked = pick(key, value)
+            if picked is not None:
+                bars += [(f"{here} {label}".strip(), v) for label, v in picked]
             elif isinstance(value, (dict, list)):
-                bars += ratio_bars(value, here)
+                bars += _bars(value, pick, here)
     elif isinstance(result, list):
         for item in result:
-            bars += ratio_bars(item, prefix)
+            bars += _bars(item, pick, prefix)
     return bars
 
 
-def rate_bars(result, prefix: str = "") -> list[tuple[str, float]]:
+def _ratio(key: str, value):
+    if key.startswith("time_ratio") and _number(value) and value > 0:
+        return [(f"1/{key}", 1.0 / float(value))]
+    if key.startswith(("ratio", "speedup")):
+        if _number(value):
+            return [(key, float(value))]
+        if isinstance(value, dict):
+            return [(f"{key} {k}", float(v)) for k, v in value.items() if _number(v)]
+    return None
+
+
+def ratio_bars(result) -> list[tuple[str, float]]:
+    """``(label, ratio)`` of every ratio or speedup in ``result``."""
+    return _bars(result, _ratio)
+
+
+def rate_bars(result) -> list[tuple[str, float]]:
     """``(label, value)`` of every throughput (a key ending in ``_per_s``) in ``result``:
     what a run without any peer can still show.
 
     >>> rate_bars({"symgraph_images_per_s": 812.5, "mxnet_images_per_s": None})
     [('symgraph_images_per_s', 812.5)]
     """
-    bars: list[tuple[str, float]] = []
-    if isinstance(result, dict):
-        name = " ".join(str(result[k]) for k in _NAMES if isinstance(result.get(k), (str, int))
-                        and not isinstance(result.get(k), bool))
-        here = " ".join(p for p in (prefix, name) if p)
-        for key, value in result.items():
-            if key.endswith("_per_s") and isinstance(value, numbers.Real) and \
-                    not isinstance(value, bool):
-                bars.append((f"{here} {key}".strip(), float(value)))
-            elif isinstance(value, (dict, list)):
-                bars += rate_bars(value, here)
-    elif isinstance(result, list):
-        for item in result:
-            bars += rate_bars(item, prefix)
-    return bars
+    return _bars(result, lambda key, value: [(key, float(value))]
+                 if key.endswith("_per_s") and _number(value) else None)
 
 
 def plot_ratios(result: dict, path: str, title: str) -> bool:

@@ -34,6 +34,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .philox import device
 from .runtime import aot_compile, cdiv, compile_target, kernel, on_cpu
 from .table import KernelSpec, tensor_bytes
 
@@ -122,6 +123,19 @@ def tune_key(dims: tuple[str, ...], meta: dict, params) -> list[str]:
                                     if k in meta and k in params)]
 
 
+@device
+def _act(acc, ACT: tl.constexpr):
+    """The GEMM epilogue's activation (ACT: 0 none, 1 relu, 2 sigmoid, 3 tanh), shared by
+    the kernels (a ``device`` helper: interpreted kernels can call it too)."""
+    if ACT == 1:
+        acc = tl.maximum(acc, 0.0)
+    elif ACT == 2:
+        acc = 1.0 / (1.0 + tl.exp(-acc))
+    elif ACT == 3:
+        acc = 2.0 / (1.0 + tl.exp(-2.0 * acc)) - 1.0
+    return acc
+
+
 @kernel
 def _matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
                    sa0, sam, sak, sb0, sbk, sbn, sc0, scm, scn, sbias_m, sbias_n, split, scs,
@@ -168,16 +182,11 @@ def _matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
             rn[None, :] * scn
         tl.store(c_ptrs, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
         return
-    if HAS_BIAS:  # epilogue inlined: nested @jit helpers do not run under the interpreter
+    if HAS_BIAS:
         bias = tl.load(bias_ptr + rm[:, None] * sbias_m + rn[None, :] * sbias_n,
                        mask=(rm[:, None] < M) & (rn[None, :] < N), other=0.0)
         acc = acc + bias.to(acc.dtype)
-    if ACT == 1:
-        acc = tl.maximum(acc, 0.0)
-    elif ACT == 2:
-        acc = 1.0 / (1.0 + tl.exp(-acc))
-    elif ACT == 3:
-        acc = 2.0 / (1.0 + tl.exp(-2.0 * acc)) - 1.0
+    acc = _act(acc, ACT)
     c_ptrs = c_ptr + batch * sc0 + rm[:, None] * scm + rn[None, :] * scn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
@@ -212,12 +221,7 @@ def _matmul_tma_kernel(a_desc, b_desc, c_desc, bias_ptr, M, N, K, sbias,
         if HAS_BIAS:
             rn = off_n + tl.arange(0, BLOCK_N)
             acc += tl.load(bias_ptr + rn * sbias, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-        if ACT == 1:
-            acc = tl.maximum(acc, 0.0)
-        elif ACT == 2:
-            acc = 1.0 / (1.0 + tl.exp(-acc))
-        elif ACT == 3:
-            acc = 2.0 / (1.0 + tl.exp(-2.0 * acc)) - 1.0
+        acc = _act(acc, ACT)
         c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 
 
@@ -314,12 +318,7 @@ def _splitk_sum_kernel(ws, bias_ptr, c_ptr, total, M, N, split, scs, sc0, scm, s
     if HAS_BIAS:
         acc += tl.load(bias_ptr + m * sbias_m + n * sbias_n, mask=valid, other=0.0).to(
             tl.float32)
-    if ACT == 1:
-        acc = tl.maximum(acc, 0.0)
-    elif ACT == 2:
-        acc = 1.0 / (1.0 + tl.exp(-acc))
-    elif ACT == 3:
-        acc = 2.0 / (1.0 + tl.exp(-2.0 * acc)) - 1.0
+    acc = _act(acc, ACT)
     tl.store(c_ptr + b * sc0 + m * scm + n * scn, acc.to(c_ptr.dtype.element_ty), mask=valid)
 
 

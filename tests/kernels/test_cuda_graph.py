@@ -77,34 +77,12 @@ def test_a_dropout_plan_is_captured_and_each_replay_draws_anew():
 def test_bucketing_with_cuda_graphs_trains_as_eager_and_releases_other_buckets():
     """Issue #22 item 2 on CUDA: every bucket replays its forward/backward pair from one
     shared pool; the buckets not running keep only their outputs referenced."""
-    from tests.test_bucketing_module import batch, bound, params_of
-    keys = [3, 10, 5, 7, 3, 10, 7, 5, 5, 3, 10, 7]
-    mods = []
-    for graphs in (True, False):
-        with config.override(cuda_graphs=graphs):
-            mod = bound(context=mx.gpu())
-            if mods:
-                mod.set_params(*mods[0].get_params())
-            mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1})
-            mods.append(mod)
-    for step, key in enumerate(keys):
-        for mod, graphs in zip(mods, (True, False)):
-            with config.override(cuda_graphs=graphs):
-                mod.forward_backward(batch(key, step))
-                mod.update()
-        np.testing.assert_allclose(mods[0].get_outputs()[0].asnumpy(),
-                                   mods[1].get_outputs()[0].asnumpy(), rtol=1e-4, atol=1e-5)
-    ours, theirs = params_of(mods[0]), params_of(mods[1])
-    for name, value in theirs.items():
-        np.testing.assert_allclose(ours[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
-    for key, module in mods[0]._buckets.items():
-        exe = module._exec_group.execs[0]
-        assert exe._calls.graphs, key
-        if key != mods[0]._curr_bucket_key:
-            plan = exe._plan
-            kept = {i for i, t in enumerate(exe._values) if t is not None}
-            assert kept <= set(plan.var_slot.values()) | set(plan.head_slots) | \
-                {s for s in plan.head_grad_slots if s is not None}, key
+    from tests.test_cuda_graph_pairs import (
+        assert_buckets_not_running_keep_only_outputs,
+        train_buckets_with_and_without_graphs,
+    )
+    mods = train_buckets_with_and_without_graphs(mx.gpu(), 1e-4, 1e-5)
+    assert_buckets_not_running_keep_only_outputs(mods[0])
 
 
 # kernel entries that still copy host data or read device data per call (issue #22: the
