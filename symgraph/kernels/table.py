@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 # modules under kernels/ that define KERNELS
-FAMILIES = ("elementwise", "gemm", "reduce", "softmax",
+FAMILIES = ("elementwise", "gemm", "conv", "reduce", "softmax",
             "copy", "pool", "index", "dropout", "sequence", "optimizer", "norm", "rnn",
             "random", "random_pdf", "sort", "sampling", "detection", "ctc",
             "linalg", "image", "roi", "multibox", "proposal", "hawkes", "psroi",

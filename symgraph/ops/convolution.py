@@ -187,13 +187,13 @@ def _geometry(p) -> dict:
 
 def triton_convolution(p, ins, aux, rt):
     """Triton kernel: implicit-GEMM convolution with the bias fused into its epilogue."""
-    from ..kernels.gemm import conv_nd
+    from ..kernels.conv import conv_nd
     return (conv_nd(ins[0], ins[1], None if p.no_bias else ins[2], **_geometry(p)),)
 
 
 def triton_backward_convolution(p, ins, aux, rt):
     """Triton kernels: data gradient, weight gradient (implicit GEMMs) and bias gradient."""
-    from ..kernels.gemm import conv_bias_grad, conv_data_grad, conv_weight_grad
+    from ..kernels.conv import conv_bias_grad, conv_data_grad, conv_weight_grad
     dy, x, w = ins
     dx = conv_data_grad(dy, w, tuple(x.shape[2:]), **_geometry(p))
     dw = conv_weight_grad(dy, x, tuple(w.shape[2:]), **_geometry(p))

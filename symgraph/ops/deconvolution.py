@@ -128,7 +128,7 @@ def _geometry(p, spatial_in: tuple) -> dict:
 
 def triton_deconvolution(p, ins, aux, rt):
     """Triton kernel: the convolution data-gradient kernel with data and output swapped."""
-    from ..kernels.gemm import conv_transpose_nd
+    from ..kernels.conv import conv_transpose_nd
     x = ins[0]
     _, adjs = pad_adj(p, tuple(x.shape[2:]))
     return (conv_transpose_nd(x, ins[1], None if p.no_bias else ins[2], adj=adjs,
@@ -137,7 +137,7 @@ def triton_deconvolution(p, ins, aux, rt):
 
 def triton_backward_deconvolution(p, ins, aux, rt):
     """Triton kernels: dx = conv(dy, w), dw = conv weight gradient with x and dy swapped."""
-    from ..kernels.gemm import conv_bias_grad, conv_nd, conv_weight_grad
+    from ..kernels.conv import conv_bias_grad, conv_nd, conv_weight_grad
     dy, x, w = ins
     geom = _geometry(p, tuple(x.shape[2:]))
     dx = conv_nd(dy, w, None, **geom)

@@ -133,7 +133,7 @@ def triton_upsampling(p, ins, aux, rt):
     """Nearest: one strided Triton copy per input (sum mode: generated adds); bilinear: the
     Triton deconvolution kernel, as the reference."""
     if p.sample_type == "bilinear":
-        from ..kernels.gemm import conv_transpose_nd
+        from ..kernels.conv import conv_transpose_nd
         _, pad = _bilinear_geometry(p.scale)
         return (conv_transpose_nd(ins[0], ins[1], None, stride=(p.scale, p.scale),
                                   pad=(pad, pad), dilate=(1, 1), groups=ins[0].shape[1]),)
