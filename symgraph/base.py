@@ -69,6 +69,26 @@ class OpNotImplementedError(OpNotFoundError, UnsupportedError):
     """An operator MXNet 1.9.1 has and symgraph does not implement yet."""
 
 
+def names_from(module: str, source: str, names):
+    """A module ``__getattr__`` (PEP 562) answering ``names`` from module ``source``, imported
+    on first use: MXNet defines these names in ``module``'s counterpart, symgraph elsewhere
+    in the package (``from mxnet.ndarray.ndarray import zeros`` works), without an import
+    cycle.
+
+    >>> get = names_from("symgraph.ndarray.utils", "symgraph.ndarray", ("zeros",))
+    >>> get("zeros").__name__, get.__module__
+    ('zeros', 'symgraph.base')
+    """
+    import importlib
+    wanted = frozenset(names)
+
+    def __getattr__(name: str):
+        if name in wanted:
+            return getattr(importlib.import_module(source), name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    return __getattr__
+
+
 def unsupported(what: str, why: str) -> UnsupportedError:
     """The error for an MXNet feature symgraph leaves out, e.g.
     ``raise unsupported("nd.sparse", "sparse storage is not implemented (dense only)")``.

@@ -43,6 +43,8 @@ from .training.model_kvstore import _update_params as _update_params
 from .training.model_kvstore import _update_params_on_kvstore as _update_params_on_kvstore
 
 # MXNet's names in this module (scripts import them from here)
+BASE_ESTIMATOR = object  # the base class of FeedForward, as in MXNet
+
 __all__ = ["BatchEndParam", "Context", "DataDesc", "DataParallelExecutorManager", "FeedForward",
            "LoadedParams", "LogValidationMetricsCallback", "MissingParamError",
            "SKLEARN_INSTALLED", "Uniform", "cpu", "get_updater", "io", "kvs", "load_checkpoint",

@@ -24,6 +24,7 @@ array([2., 4.], dtype=float32)
 from __future__ import annotations
 
 import collections
+import ctypes
 import itertools
 import warnings
 
@@ -32,6 +33,8 @@ import numpy as np
 from .base import MXNetError
 from .ops.base import OPS
 from .ops.custom import PROPS
+
+c_int_p = ctypes.POINTER(ctypes.c_int)  # MXNet's ctypes alias, for CustomOp code
 
 OperatorArguments = collections.namedtuple("OperatorArguments", ["narg", "names", "types"])
 _REQS = ("null", "write", "inplace", "add")

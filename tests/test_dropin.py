@@ -344,3 +344,27 @@ def test_module_keeps_its_grad_req():
     mod = mx.mod.Module(net, label_names=None)
     mod.bind(data_shapes=[("data", (3, 4))], grad_req="add")
     assert mod._grad_req == "add"  # MXNet's handle, read by BucketingModule's buckets
+
+
+def test_names_mxnet_modules_define_resolve_from_their_module_paths():
+    """``from mxnet.ndarray.ndarray import zeros`` and the like: names MXNet's module files
+    define, which symgraph's package holds elsewhere (found by the support matrix)."""
+    from symgraph.error import register
+    from symgraph.io.io import MXDataIter, PrefetchingIter
+    from symgraph.model import BASE_ESTIMATOR
+    from symgraph.ndarray.ndarray import concatenate, onehot_encode, zeros
+    from symgraph.ndarray.utils import load, save
+    from symgraph.optimizer.optimizer import SGD, Adam, create
+    from symgraph.rnn.rnn_cell import ConvLSTMCell, FusedRNNCell
+    from symgraph.symbol.symbol import load as sym_load
+    from symgraph.symbol.symbol import var
+    assert zeros is mx.nd.zeros and concatenate is mx.nd.concatenate
+    assert onehot_encode is mx.nd.onehot_encode and save is mx.nd.save and load is mx.nd.load
+    assert Adam is mx.optimizer.Adam and SGD is mx.optimizer.SGD and create is mx.optimizer.create
+    assert sym_load is mx.sym.load and var is mx.sym.var
+    assert PrefetchingIter is mx.io.PrefetchingIter and MXDataIter is mx.io.MXDataIter
+    assert ConvLSTMCell is mx.rnn.ConvLSTMCell and FusedRNNCell is mx.rnn.FusedRNNCell
+    assert register is mx.base.register_error and BASE_ESTIMATOR is object
+    with pytest.raises(AttributeError, match="symgraph.ndarray.ndarray.*no_such"):
+        import symgraph.ndarray.ndarray as module
+        module.no_such  # noqa: B018

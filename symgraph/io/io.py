@@ -6,6 +6,7 @@ from collections import namedtuple
 import numpy as np
 import torch
 
+from ..base import names_from
 from ..ndarray import NDArray, array  # noqa: F401 - the doctests use array
 from ..ndarray.sparse_array import CSRNDArray
 from .utils import (
@@ -407,3 +408,9 @@ class NDArrayIter(DataIter):
         np.random.shuffle(self.idx)
         self.data = _getdata_by_idx(self.data, self.idx)
         self.label = _getdata_by_idx(self.label, self.idx)
+
+
+# names MXNet's mxnet/io/io.py defines that symgraph's package holds
+__getattr__ = names_from(__name__, 'symgraph.io', (
+    'MXDataIter', 'PrefetchingIter',
+))

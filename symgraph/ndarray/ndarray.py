@@ -13,6 +13,7 @@ from ..base import (
     MXNetError,
     ShapeError,
     dtype_name,
+    names_from,
     to_numpy_dtype,
     to_torch_dtype,
     unsupported,
@@ -787,3 +788,15 @@ def _value_tensor(value, like: torch.Tensor) -> torch.Tensor:
     name = dtype_name(like.dtype)
     arr = arr.astype(np.float32 if name == "bfloat16" else name)
     return torch.from_numpy(np.ascontiguousarray(arr)).to(device=like.device, dtype=like.dtype)
+
+
+# names MXNet's mxnet/ndarray/ndarray.py defines that symgraph's package holds
+__getattr__ = names_from(__name__, 'symgraph.ndarray', (
+    'add', 'arange', 'concatenate', 'divide', 'equal', 'eye', 'from_dlpack', 'from_numpy',
+    'full', 'get_indexing_dispatch_code', 'get_oshape_of_gather_nd_op', 'greater',
+    'greater_equal', 'histogram', 'imdecode', 'indexing_key_expand_implicit_axes', 'lesser',
+    'lesser_equal', 'linspace', 'logical_and', 'logical_or', 'logical_xor', 'maximum',
+    'minimum', 'modulo', 'moveaxis', 'multiply', 'not_equal', 'onehot_encode', 'ones', 'power',
+    'split_v2', 'subtract', 'to_dlpack_for_read', 'to_dlpack_for_write', 'true_divide',
+    'waitall', 'zeros',
+))

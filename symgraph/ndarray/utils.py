@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .. import profiler as _profiler
-from ..base import ShapeError, dtype_name, to_torch_dtype
+from ..base import ShapeError, dtype_name, names_from, to_torch_dtype
 from ..context import Context, current_context
 from . import _math
 from .ndarray import NDArray
@@ -202,3 +202,9 @@ def waitall() -> None:
     """Wait until all pending device work is done (a no-op without CUDA)."""
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()
+
+
+# names MXNet's mxnet/ndarray/utils.py defines that symgraph's package holds
+__getattr__ = names_from(__name__, 'symgraph.ndarray', (
+    'load', 'load_frombuffer', 'save',
+))

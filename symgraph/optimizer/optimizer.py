@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from ..base import AttrError
+from ..base import AttrError, names_from
 from ..ndarray import NDArray
 from ..ndarray.sparse_array import assign, value_of
 from . import fields
@@ -289,3 +289,11 @@ def _mult(name: str, key: str, value) -> float:
         raise AttrError(f"argument {name}: attribute {key}={str(value)[:80]!r} is not a "
                         "finite number")
     return mult
+
+
+# names MXNet's mxnet/optimizer/optimizer.py defines that symgraph's package holds
+__getattr__ = names_from(__name__, 'symgraph.optimizer', (
+    'AdaDelta', 'AdaGrad', 'Adam', 'Adamax', 'DCASGD', 'FTML', 'Ftrl', 'LAMB', 'LARS', 'LBSGD',
+    'NAG', 'NDabs', 'Nadam', 'RMSProp', 'SGD', 'SGLD', 'Signum', 'Test', 'Updater', 'ccSGD',
+    'get_updater',
+))

@@ -762,8 +762,12 @@ class BidirectionalCell(BaseRNNCell):
 
 
 def __getattr__(name: str):
-    # FusedRNNCell lives in fused_cell.py (it needs the cells above for ``unfuse``)
+    # FusedRNNCell lives in fused_cell.py (it needs the cells above for ``unfuse``), the
+    # convolutional cells in conv_cell.py; MXNet's rnn_cell.py defines them all
     if name == 'FusedRNNCell':
         from .fused_cell import FusedRNNCell
         return FusedRNNCell
+    if name in ('BaseConvRNNCell', 'ConvRNNCell', 'ConvLSTMCell', 'ConvGRUCell'):
+        from . import conv_cell
+        return getattr(conv_cell, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

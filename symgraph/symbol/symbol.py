@@ -13,6 +13,7 @@ from ..base import (
     NotImplementedForSymbol,
     ShapeError,
     dtype_name,
+    names_from,
     unsupported,
 )
 from ..ops.base import known
@@ -549,3 +550,10 @@ def check_unique_names(ig: IndexedGraph) -> None:
             raise GraphError(f"Duplicate argument name {node.name!r}: two different variables "
                              "in the graph share it")
         seen[node.name] = node
+
+
+# names MXNet's mxnet/symbol/symbol.py defines that symgraph's package holds
+__getattr__ = names_from(__name__, 'symgraph.symbol', (
+    'arange', 'eye', 'full', 'histogram', 'hypot', 'linspace', 'load', 'load_json', 'maximum',
+    'minimum', 'ones', 'pow', 'power', 'split_v2', 'zeros',
+))
