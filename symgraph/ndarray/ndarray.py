@@ -791,12 +791,9 @@ def _value_tensor(value, like: torch.Tensor) -> torch.Tensor:
 
 
 # names MXNet's mxnet/ndarray/ndarray.py defines that symgraph's package holds
-__getattr__ = names_from(__name__, 'symgraph.ndarray', (
-    'add', 'arange', 'concatenate', 'divide', 'equal', 'eye', 'from_dlpack', 'from_numpy',
-    'full', 'get_indexing_dispatch_code', 'get_oshape_of_gather_nd_op', 'greater',
-    'greater_equal', 'histogram', 'imdecode', 'indexing_key_expand_implicit_axes', 'lesser',
-    'lesser_equal', 'linspace', 'logical_and', 'logical_or', 'logical_xor', 'maximum',
-    'minimum', 'modulo', 'moveaxis', 'multiply', 'not_equal', 'onehot_encode', 'ones', 'power',
-    'split_v2', 'subtract', 'to_dlpack_for_read', 'to_dlpack_for_write', 'true_divide',
-    'waitall', 'zeros',
-))
+__getattr__ = names_from(__name__, "symgraph.ndarray", """add arange concatenate divide equal
+    eye from_dlpack from_numpy full get_indexing_dispatch_code get_oshape_of_gather_nd_op
+    greater greater_equal histogram imdecode indexing_key_expand_implicit_axes lesser
+    lesser_equal linspace logical_and logical_or logical_xor maximum minimum modulo moveaxis
+    multiply not_equal onehot_encode ones power split_v2 subtract to_dlpack_for_read
+    to_dlpack_for_write true_divide waitall zeros""".split())
